@@ -1,0 +1,1 @@
+"""Engine knowledge: line prefixes, phase markers, config dumps, per engine."""

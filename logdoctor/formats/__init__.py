@@ -1,0 +1,25 @@
+"""Log formats: each module recognises one outer line format and returns an `Outer` (header fields + message).
+
+Detection is per line, so a mixture (a docker log pasted under a journal excerpt) reads correctly; see read.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(slots=True)
+class Outer:
+    """What the outer (non-engine) prefix of a line says."""
+
+    fmt: str
+    msg: str
+    ts: datetime | None = None
+    host: str | None = None
+    ident: str | None = None
+    pid: int | None = None
+    unit: str | None = None
+    priority: int | None = None
+    transport: str | None = None
+    msg_col: int = 0                 # column where the message starts (for short-format continuation lines)
+    extra: dict[str, str] = field(default_factory=dict)

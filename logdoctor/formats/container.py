@@ -1,0 +1,51 @@
+"""Container log prefixes: docker logs -t / kubectl logs --timestamps (RFC 3339 nano timestamp + space) and
+docker-compose's "service-1  | " prefix (with or without a timestamp after it)."""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from logdoctor.formats import Outer
+
+_TS = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$")
+_COMPOSE = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
+
+
+def parse_timestamped(line: str) -> Outer | None:
+    if not line[:1].isdigit():
+        return None
+    m = _TS.match(line)
+    if not m:
+        return None
+    return Outer(fmt="docker-timestamps", msg=m.group("msg"), ts=_ts(m), msg_col=m.start("msg"))
+
+
+def parse_compose(line: str) -> Outer | None:
+    if "|" not in line[:64]:
+        return None
+    m = _COMPOSE.match(line)
+    if not m:
+        return None
+    inner = m.group("msg")
+    out = Outer(fmt="docker-compose", msg=inner, ident=m.group("name"), msg_col=m.start("msg"))
+    t = _TS.match(inner)
+    if t:
+        out.ts = _ts(t)
+        out.msg = t.group("msg")
+        out.msg_col += t.start("msg")
+    return out
+
+
+def _ts(m: re.Match) -> datetime | None:
+    try:
+        ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    frac = m.group("frac")
+    if frac:
+        ts += timedelta(microseconds=int((frac[1:] + "000000")[:6]))
+    tz = m.group("tz")
+    if tz and tz != "Z":
+        sign = -1 if tz[0] == "-" else 1
+        ts -= sign * timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
+    return ts

@@ -1,0 +1,243 @@
+"""read: bytes / text lines / journal entries → Records, with line accounting.
+
+Per input line: clean (ANSI, \\r progress bars) → recognise the outer format (journal text, json, docker, compose,
+raw) → split the engine prefix → Record. A journal entry with a multi-line MESSAGE becomes one Record per line.
+Every input line ends in exactly one Record or in `unparsed`; `Stats` counts both (read == parsed + unparsed).
+
+The parse layer never raises on any input. `check_bytes` is the separate, strict gate the CLI and API use to turn
+binary junk, NUL bytes, an empty pipe or a monstrous line into one clear InputError.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Iterable, Mapping
+
+from logdoctor.engines.prefixes import split_prefix
+from logdoctor.errors import InputError
+from logdoctor.formats import Outer, container, journal_export, journal_json, journal_text
+from logdoctor.formats.clean import clean, mostly_control
+from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
+
+MAX_LINE_BYTES = 1 << 20  # 1 MiB: a longer "line" is not a log line
+EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 200 --no-pager | logdoctor explain"
+_SHORT_FORMATS = ("journal-short", "journal-short-precise", "journal-short-iso", "journal-short-iso-precise",
+                  "journal-short-full", "journal-with-unit", "journal-short-monotonic", "journal-short-unix")
+
+
+def check_bytes(data: bytes, origin: str, *, max_line: int = MAX_LINE_BYTES) -> None:
+    """Refuse input that is not a text log, with one line that says why and what to do."""
+    if not data.strip():
+        raise InputError(EMPTY_STDIN_HINT if origin == "<stdin>" else f"{origin}: empty input — no log lines")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError(f"{origin}: binary data (NUL byte at line {line}), not a text log"
+                         " — for a systemd .journal file use --journal-file PATH")
+    head = data[:65536]
+    ctrl = sum(head.count(bytes([b])) for b in range(32) if b not in (9, 10, 13, 27))
+    if ctrl * 20 > len(head):
+        raise InputError(f"{origin}: binary data ({ctrl} control bytes in the first {len(head)}), not a text log")
+    if len(data) > max_line:
+        start = 0
+        for i, chunk in enumerate(_iter_lengths(data)):
+            if chunk > max_line:
+                raise InputError(f"{origin}: line {i + 1} is {chunk / 1e6:.1f} MB long (limit {max_line >> 20} MiB);"
+                                 " not a log line — cut it out or pass a real log")
+            start += chunk
+
+
+def _iter_lengths(data: bytes):
+    pos = 0
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            nl = n
+        yield nl - pos
+        pos = nl + 1
+
+
+def decode(data: bytes) -> tuple[str, int]:
+    """UTF-8 with replacement; returns (text, number of invalid bytes replaced)."""
+    try:
+        return data.decode("utf-8"), 0
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", "surrogateescape")
+    bad = sum(1 for ch in text if "\udc80" <= ch <= "\udcff")
+    return re.sub("[\udc80-\udcff]+", lambda m: "\ufffd", text), bad
+
+
+def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None) -> ReadResult:
+    """Never raises: use check_bytes first to refuse junk with a clear message."""
+    if journal_export.looks_like_export(data):
+        entries, bad = journal_export.parse_export(data)
+        res = read_entries(((e.fields, e.first_line, e.last_line) for e in entries), origin, fmt="journal-export",
+                           numbered=True)
+        total = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        covered = sum(e.last_line - e.first_line + 1 for e in entries)
+        blank = total - covered - (total - entries[-1].last_line if entries and bad else 0)
+        for line, reason in bad:
+            res.unparsed.append(Unparsed(line, "", reason))
+        res.stats.unparsed += len(bad)
+        res.stats.read = res.stats.parsed + res.stats.unparsed
+        del blank
+        return res
+    text, bad_bytes = decode(data)
+    res = read_lines(text.split("\n") if text else [], origin, year=year)
+    res.stats.bad_bytes = bad_bytes
+    if bad_bytes:
+        res.warnings.append(f"{origin}: {bad_bytes} invalid UTF-8 bytes replaced with U+FFFD")
+    return res
+
+
+def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None = None) -> ReadResult:
+    """Text lines (any mixture of formats) → records."""
+    lines = list(lines)
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line is not an extra empty line
+    year = year or datetime.now().year
+    stats = Stats()
+    records: list[Record] = []
+    unparsed: list[Unparsed] = []
+    compose_names = _compose_names(lines)
+    prev_outer: Outer | None = None     # the last journal-text header, for continuation lines
+    prev_rec: Record | None = None
+    for i, raw in enumerate(lines, 1):
+        stats.read += 1
+        line, frames = clean(raw.rstrip("\n"))
+        stats.collapsed_frames += frames
+        if line.endswith("\r"):
+            line = line.rstrip("\r")
+        if mostly_control(line):
+            stats.unparsed += 1
+            unparsed.append(Unparsed(i, line[:200], "binary junk"))
+            continue
+        # journalctl's own separator lines
+        meta = journal_text.parse_meta(line)
+        if meta is not None:
+            rec = Record(line=i, msg=meta.msg, text=meta.msg, fmt=meta.fmt, transport=META, extra=meta.extra)
+            _emit(records, stats, rec, skipped=True)
+            prev_outer, prev_rec = None, rec
+            continue
+        # json / json-seq (journalctl -o json): one entry per line, MESSAGE may be multi-line
+        if line[:1] in ("{", "\x1e"):
+            entry = journal_json.parse_json_line(line)
+            if entry is not None:
+                outer = journal_json.entry_outer(entry, "journal-json")
+                for rec in _entry_records(outer, i, i):
+                    _emit(records, stats, rec, count=False)
+                stats.parsed += 1
+                stats.count_format("journal-json")
+                prev_outer, prev_rec = None, records[-1] if records else prev_rec
+                continue
+            if journal_json.looks_like_json_entry(line):
+                stats.unparsed += 1
+                unparsed.append(Unparsed(i, line[:200], "broken journal JSON (truncated line?)"))
+                continue
+        # indented continuation of a multi-line message in short output
+        if prev_outer is not None and line[:1].isspace():
+            cont = journal_text.continuation_text(line, prev_outer.msg_col)
+            if cont is not None:
+                rec = _record(prev_outer, cont, i, continuation=True, inherit=prev_rec)
+                _emit(records, stats, rec)
+                prev_rec = rec
+                continue
+        outer = journal_text.parse(line, year)
+        if outer is None and compose_names:
+            outer = container.parse_compose(line)
+            if outer is not None and outer.ident not in compose_names:
+                outer = None
+        if outer is None:
+            outer = container.parse_timestamped(line)
+        if outer is None:
+            outer = Outer(fmt="raw", msg=line)
+        rec = _record(outer, outer.msg, i, inherit=prev_rec)
+        _emit(records, stats, rec, skipped=not rec.msg.strip())
+        prev_outer = outer if outer.fmt in _SHORT_FORMATS else None
+        prev_rec = rec
+    return ReadResult(records=records, stats=stats, unparsed=unparsed, origin=origin)
+
+
+def read_entries(entries: Iterable, origin: str = "<journal>", *, fmt: str = "journal", numbered: bool = False
+                 ) -> ReadResult:
+    """Journal entries (normalised str→str dicts from the journal source, or (fields, first, last) tuples from
+    export input) → records. Each entry counts as one read line; its MESSAGE lines become separate records."""
+    stats = Stats()
+    records: list[Record] = []
+    for n, item in enumerate(entries, 1):
+        if numbered:
+            fields, first, last = item
+        else:
+            fields, first, last = item, n, n
+        stats.read += 1
+        stats.parsed += 1
+        stats.count_format(fmt)
+        outer = journal_json.entry_outer(fields, fmt)
+        for rec in _entry_records(outer, first, last):
+            records.append(rec)
+            if rec.transport == META or not rec.msg.strip():
+                pass
+        if not outer.msg.strip():
+            stats.skipped += 1
+    return ReadResult(records=records, stats=stats, origin=origin)
+
+
+def _entry_records(outer: Outer, first: int, last: int) -> list[Record]:
+    text, _ = clean(outer.msg) if "\n" not in outer.msg else (outer.msg, 0)
+    parts = text.split("\n") if text else [""]
+    out = []
+    multi = len(parts) > 1 and last > first  # export: each message line has its own input line
+    for j, part in enumerate(parts):
+        part, _ = clean(part)
+        ln = min(first + j, last) if multi else first
+        out.append(_record(outer, part, ln, continuation=j > 0, inherit=out[-1] if out else None, end=last if not multi else 0))
+    return out
+
+
+def _record(outer: Outer, msg: str, line: int, *, continuation: bool = False, inherit: Record | None = None,
+            end: int = 0) -> Record:
+    p = split_prefix(msg)
+    transport = outer.transport or SERVICE
+    rec = Record(line=line, msg=p.body, text=msg, end_line=end if end and end != line else 0, fmt=outer.fmt,
+                 ts=outer.ts, host=outer.host, ident=outer.ident, unit=outer.unit, pid=outer.pid,
+                 priority=outer.priority, transport=transport, level=p.level, engine_ts=p.ts, proc=p.proc,
+                 rank=p.rank, src=p.src, continuation=continuation, prefix_engine=p.engine,
+                 extra=dict(outer.extra) if outer.extra else {})
+    if p.tag_pid is not None:
+        rec.extra["tag_pid"] = str(p.tag_pid)
+    # A line without an engine prefix continues the last prefixed line of the same writer (SGLang prints a
+    # traceback as one multi-line log record: only its first line has the [time TPn] prefix).
+    if p.engine is None and inherit is not None and inherit.transport == transport and inherit.pid == rec.pid \
+            and inherit.host == rec.host and inherit.ident == rec.ident:
+        rec.rank = rec.rank or inherit.rank
+        rec.proc = rec.proc or inherit.proc
+        rec.prefix_engine = None
+        if "tag_pid" in inherit.extra:
+            rec.extra["tag_pid"] = inherit.extra["tag_pid"]
+    if transport == SERVICE and rec.ident == "kernel":
+        rec.transport = KERNEL
+    if transport == SERVICE and rec.ident == "systemd" and rec.pid == 1:
+        rec.transport = SYSTEMD
+    return rec
+
+
+def _emit(records: list[Record], stats: Stats, rec: Record, *, skipped: bool = False, count: bool = True) -> None:
+    records.append(rec)
+    if count:
+        stats.parsed += 1
+        stats.count_format(rec.fmt)
+        if skipped:
+            stats.skipped += 1
+
+
+def _compose_names(lines: list[str]) -> set[str]:
+    """docker-compose prefixes are only trusted when one name prefixes several lines (a lone 'x | y' is text)."""
+    counts: dict[str, int] = {}
+    for line in lines[:400]:
+        if "|" in line[:64]:
+            o = container.parse_compose(line)
+            if o is not None and o.ident:
+                counts[o.ident] = counts.get(o.ident, 0) + 1
+    return {k for k, v in counts.items() if v >= 3 or (v >= 1 and v * 2 >= min(len(lines), 400))}

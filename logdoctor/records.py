@@ -1,0 +1,95 @@
+"""Typed records: the one shape every input format is read into.
+
+A Record is one message line of the log as the engine wrote it, with where it came from (input line numbers, for
+evidence), who wrote it (host, unit, pid, rank/process) and what the log format and engine prefix said about it
+(timestamp, priority, level). Everything downstream (timeline, rules, classifier) reads Records only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+# transports: where a line came from
+SERVICE = "service"   # the service's own stdout/stderr (or a raw paste)
+KERNEL = "kernel"     # the kernel ring buffer (journalctl -k, _TRANSPORT=kernel): Xid, OOM killer
+SYSTEMD = "systemd"   # PID 1 / systemd's own lines about the unit (Started, Main process exited, ...)
+META = "meta"         # journalctl's own lines: "-- Boot ... --", "-- No entries --"
+
+
+@dataclass(slots=True)
+class Record:
+    """One log line, with the outer (journal/docker/kubectl) and engine prefixes split off."""
+
+    line: int                     # 1-based input line number (first line when a record spans several)
+    msg: str                      # the message with every prefix split off: what rules match against
+    text: str = ""                # the message after the outer prefix only (engine prefix still on)
+    end_line: int = 0             # last input line this record covers (0 = same as line)
+    fmt: str = "raw"              # the input format that produced it
+    ts: datetime | None = None    # absolute where the format allows (short has no year: the year is assumed)
+    host: str | None = None
+    ident: str | None = None      # syslog identifier / container / pod name
+    unit: str | None = None       # systemd unit, when known
+    pid: int | None = None
+    priority: int | None = None   # syslog priority 0..7, when known
+    transport: str = SERVICE
+    level: str | None = None      # engine log level (INFO, WARNING, ERROR, ...)
+    engine_ts: str | None = None  # the engine's own timestamp text
+    proc: str | None = None       # the full process tag, e.g. "TP0 DP1", "EngineCore_DP0", "APIServer/Worker_TP1"
+    rank: str | None = None       # canonical rank of the writer, e.g. "TP1", "DP0", "rank0"; None if not known
+    src: str | None = None        # engine source location, e.g. "gpu_worker.py:123"
+    continuation: bool = False    # an indented continuation of the previous message (short output, multi-line)
+    prefix_engine: str | None = None  # which engine's prefix was recognised ("sglang", "vllm", "torch")
+    extra: dict[str, str] = field(default_factory=dict)  # extra journal fields (_BOOT_ID, UNIT, EXIT_STATUS, ...)
+
+    @property
+    def last_line(self) -> int:
+        return self.end_line or self.line
+
+    def stream_key(self) -> tuple:
+        """Which writer this line belongs to, for reassembling multi-line structures per process."""
+        return (self.host, self.pid, self.rank or self.proc)
+
+
+@dataclass(slots=True)
+class Stats:
+    """Line accounting: read == parsed + unparsed; skipped counts parsed lines that carry no message."""
+
+    read: int = 0
+    parsed: int = 0
+    unparsed: int = 0
+    skipped: int = 0
+    collapsed_frames: int = 0     # \r-rewritten progress-bar states collapsed into their last one
+    bad_bytes: int = 0            # bytes replaced while decoding invalid UTF-8
+    formats: dict[str, int] = field(default_factory=dict)
+
+    def count_format(self, fmt: str) -> None:
+        self.formats[fmt] = self.formats.get(fmt, 0) + 1
+
+    def line(self) -> str:
+        fm = ", ".join(f"{k} {v}" for k, v in sorted(self.formats.items(), key=lambda kv: -kv[1]))
+        s = (f"lines: read {self.read}, parsed {self.parsed}, unparsed {self.unparsed}, skipped {self.skipped}")
+        if self.collapsed_frames:
+            s += f"; {self.collapsed_frames} progress-bar frames collapsed"
+        if self.bad_bytes:
+            s += f"; {self.bad_bytes} invalid UTF-8 bytes replaced"
+        if fm:
+            s += f"; formats: {fm}"
+        return s
+
+
+@dataclass(slots=True)
+class Unparsed:
+    """An input line no format could read (kept, counted, and shown with --stats -v)."""
+
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass(slots=True)
+class ReadResult:
+    records: list[Record]
+    stats: Stats
+    unparsed: list[Unparsed] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    origin: str = "<stdin>"
