@@ -15,10 +15,10 @@ from logdoctor.records import KERNEL, SYSTEMD
 _MONTHS = {m: i for i, m in enumerate(
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
 
-_TAIL = r" (?P<host>\S+) (?P<ident>[^\s\[\]]+?)(?:\[(?P<pid>\d+)\])?: ?(?P<msg>.*)$"
+_TAIL = r" (?P<host>\S+) (?P<ident>[^\s\[\]]+?)(?:\[(?P<pid>\d+)\])?:(?: (?P<msg>.*)|$)"
 _FORMS = (
     ("journal-short-iso", re.compile(
-        r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d+)?(?P<tz>Z|[+-]\d\d:?\d\d)?)" + _TAIL)),
+        r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,6})?(?P<tz>[+-]\d\d:?\d\d))" + _TAIL)),
     ("journal-short", re.compile(
         r"^(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)?" + _TAIL)),
     ("journal-short-full", re.compile(
@@ -59,6 +59,7 @@ def parse(line: str, year: int) -> Outer | None:
 
 def _outer(fmt: str, m: re.Match, year: int) -> Outer:
     gd = m.groupdict()
+    line = m.string
     ts = None
     frac = gd.get("frac") or ""
     try:
@@ -95,11 +96,12 @@ def _outer(fmt: str, m: re.Match, year: int) -> Outer:
     transport = None
     if ident == "kernel":
         transport = KERNEL
-    elif ident in ("systemd", "init") and pid in (1, None):
+    elif ident in ("systemd", "init", "init.scope") and pid in (1, None):
         transport = SYSTEMD
     extra = {"MONOTONIC": gd["mono"]} if gd.get("mono") else {}
-    return Outer(fmt=fmt, msg=gd["msg"], ts=ts, host=gd["host"], ident=ident, pid=pid, unit=unit,
-                 transport=transport, msg_col=m.start("msg"), extra=extra)
+    msg = gd["msg"] or ""
+    return Outer(fmt=fmt, msg=msg, ts=ts, host=gd["host"], ident=ident, pid=pid, unit=unit,
+                 transport=transport, msg_col=m.start("msg") if gd["msg"] is not None else len(line), extra=extra)
 
 
 def _tz(text: str) -> timezone:
