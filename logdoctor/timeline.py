@@ -1,0 +1,422 @@
+"""records → events → per-rank phases → attempts, with the effective config of each attempt.
+
+The phase a service died in is the phase its failing rank was in at the first fatal line: the last marker seen
+(a begin/point marker puts the rank in that phase; an end marker moves it to the phase that follows). With no
+marker at all (a pasted excerpt) the traceback frames decide (`FRAME_PHASES`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from logdoctor.blocks import Block, assemble
+from logdoctor.config import Config, extract_config
+from logdoctor.engines import detect as engine_detect
+from logdoctor.engines import markers as mk
+from logdoctor.engines import others, sglang, vllm
+from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+
+PHASES = mk.PHASES
+PHASE_INDEX = mk.PHASE_INDEX
+_TABLES = {"sglang": (sglang.MARKERS, sglang.DEATHS), "vllm": (vllm.MARKERS, vllm.DEATHS),
+           "tgi": (others.TGI, ()), "trtllm": (others.TRTLLM, ()), "lmdeploy": (others.LMDEPLOY, ())}
+
+# traceback function names → the phase they run in (for excerpts without phase markers); first match wins,
+# searched from the innermost frame outwards
+FRAME_PHASES: tuple[tuple[str, str], ...] = (
+    (r"^(capture|capture_one_batch_size|capture_model|_capture_cudagraphs|capture_graph|init_cuda_graphs|_capture|cuda_graph_capture|init_device_graphs)$", "graph_capture"),
+    (r"^(_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model|warmup|_warmup|_execute_warmup|warm_up_model)$", "warmup"),
+    (r"^(init_memory_pool|profile_max_num_token|profile_run|determine_available_memory|_initialize_kv_caches|initialize_kv_cache|init_cache_engine|_init_cache|determine_num_available_blocks|allocate_kv_cache|_allocate_kv_cache_tensors|get_kv_cache_spec|handle_max_mamba_cache|configure_kv_cache|init_kv_cache)$", "memory_pool"),
+    (r"^(init_attention_backend|init_cublas|init_flashinfer|_init_attention|get_attn_backend|init_threads_binding)$", "kernel_init"),
+    (r"^(load_model|load_weights|_load_weights|load_state_dict|get_model|_get_weights_iterator|safetensors_weights_iterator|initialize_model|_initialize_model|download_weights|_prepare_weights)$", "weight_load"),
+    (r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_device)$", "dist_init"),
+    (r"^(parse_args|check_server_args|__post_init__|create_engine_config|from_cli_args|_verify_args|verify_with_parallel_config|_check_and_set_config)$", "launch"),
+)
+_FRAME_RX = tuple((re.compile(p), ph) for p, ph in FRAME_PHASES)
+
+_SD_STARTED = re.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
+_SD_EXIT = re.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
+_SD_RESULT = re.compile(r"Failed with result '(?P<result>[\w-]+)'")
+_SD_RESTART = re.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
+_SD_TIMEOUT = re.compile(r"start operation timed out|State '[\w-]+' timed out|start-post operation timed out")
+_XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
+_KOOM = re.compile(r"Out of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
+_FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
+
+
+@dataclass(slots=True)
+class Event:
+    line: int
+    kind: str                      # marker | death | systemd | kernel | config | block
+    name: str
+    phase: str | None = None
+    rank: str | None = None
+    text: str = ""
+    values: dict = field(default_factory=dict)
+    ts: datetime | None = None
+
+
+@dataclass(slots=True)
+class PhaseSpan:
+    phase: str
+    start_line: int
+    end_line: int
+    start_ts: datetime | None = None
+    end_ts: datetime | None = None
+    completed: bool = False
+
+    @property
+    def seconds(self) -> float | None:
+        if self.start_ts and self.end_ts:
+            return (self.end_ts - self.start_ts).total_seconds()
+        return None
+
+
+@dataclass(slots=True)
+class RankView:
+    rank: str
+    phases: list[PhaseSpan] = field(default_factory=list)
+    phase: str | None = None       # where the rank is (or was when it died)
+    died: bool = False
+    death_line: int = 0
+    error: str = ""                # the decisive error text of this rank, if any
+    readings: dict[str, float | str] = field(default_factory=dict)
+    lines: int = 0
+
+
+@dataclass(slots=True)
+class Attempt:
+    index: int
+    start_line: int
+    end_line: int
+    records: list[Record]
+    blocks: list[Block]
+    events: list[Event]
+    ranks: dict[str, RankView]
+    config: Config
+    phase: str = "unknown"         # where it failed, or the furthest phase reached when it did not
+    phase_source: str = "markers"  # markers | frames | none
+    failed: bool = False
+    ready: bool = False
+    first_failing_rank: str | None = None
+    fatal_line: int = 0            # first fatal line (traceback/death) of the attempt
+    start_seen: bool = False       # the launch of this attempt is inside the window
+    systemd: dict[str, str] = field(default_factory=dict)   # result, exit code/status, timeout
+    kernel: list[Event] = field(default_factory=list)
+    readings: dict[str, float | str] = field(default_factory=dict)
+
+    @property
+    def completed_by_all(self) -> str | None:
+        """The last phase every rank completed (None when a rank completed none)."""
+        done = []
+        for r in self.ranks.values():
+            c = [PHASE_INDEX[p.phase] for p in r.phases if p.completed]
+            done.append(max(c) if c else -1)
+        if not done or min(done) < 0:
+            return None
+        return PHASES[min(done)]
+
+
+@dataclass(slots=True)
+class Timeline:
+    engine: str
+    engine_version: str | None
+    attempts: list[Attempt]
+    records: list[Record]
+    start_seen: bool
+
+    @property
+    def last(self) -> Attempt:
+        return self.attempts[-1]
+
+
+def build(records: list[Record], engine: str = "auto") -> Timeline:
+    eng, version = engine_detect.detect(records, engine)
+    tables = _TABLES.get(eng, ((), ()))
+    chunks = _split_attempts(records, tables[0])
+    attempts = [_attempt(i, chunk, eng, version, tables) for i, chunk in enumerate(chunks)]
+    if not attempts:
+        attempts = [_attempt(0, [], eng, version, tables)]
+    # the launch of every later attempt is inside the window by construction; the first one's maybe not
+    for a in attempts[1:]:
+        a.start_seen = True
+    return Timeline(engine=eng, engine_version=version, attempts=attempts, records=records,
+                    start_seen=attempts[0].start_seen)
+
+
+def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
+    """Cut the window where the service starts again: systemd Started, a new boot, a new config dump or version
+    banner after the previous attempt got going, or a new main PID after systemd saw the old one exit."""
+    chunks: list[list[Record]] = [[]]
+    seen_config = False
+    seen_progress = False
+    exited = False
+    last_pid = None
+    for r in records:
+        cur = chunks[-1]
+        new = False
+        if r.transport == SYSTEMD:
+            if _SD_STARTED.match(r.msg) and any(x.transport == SERVICE for x in cur):
+                new = True
+            if _SD_EXIT.search(r.msg) or _SD_RESTART.search(r.msg):
+                exited = True
+        elif r.transport == META:
+            if r.msg.startswith("-- Boot") and any(x.transport == SERVICE for x in cur):
+                new = True
+        elif r.transport == SERVICE:
+            is_config = r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
+                bool(re.match(r"vLLM (?:server|API server) version", r.msg))
+            if is_config and seen_config and seen_progress:
+                new = True
+            if exited and last_pid is not None and r.pid is not None and r.pid != last_pid and seen_progress:
+                new = True
+        if new:
+            chunks.append([])
+            seen_config = seen_progress = exited = False
+            last_pid = None
+        chunks[-1].append(r)
+        if r.transport == SERVICE:
+            if r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
+                    re.match(r"vLLM (?:server|API server) version", r.msg):
+                seen_config = True
+            elif seen_config and not seen_progress and r.msg and not r.continuation:
+                if any(m.keyword and m.keyword in r.msg and m.edge != "config" and m.phase != "launch" for m in markers) \
+                        or "Traceback" in r.msg:
+                    seen_progress = True
+            if r.pid is not None and last_pid is None:
+                last_pid = r.pid
+    return [c for c in chunks if c] or [[]]
+
+
+def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables) -> Attempt:
+    marker_tab, death_tab = tables
+    blocks = assemble(recs)
+    events: list[Event] = []
+    ranks: dict[str, RankView] = {}
+    phase = None                  # attempt-level current phase
+    ready_line = 0
+    death_lines: list[Event] = []
+    sd: dict[str, str] = {}
+    kernel: list[Event] = []
+    readings: dict[str, float | str] = {}
+    start_seen = False
+    for r in recs:
+        if r.transport == SYSTEMD:
+            ev = _systemd_event(r)
+            if ev:
+                events.append(ev)
+                if ev.name == "started":
+                    start_seen = True
+                sd.update({k: str(v) for k, v in ev.values.items()})
+            continue
+        if r.transport == KERNEL or (r.transport == SERVICE and ("NVRM:" in r.msg or "oom-kill" in r.msg or "Out of memory: Killed" in r.msg)):
+            ev = _kernel_event(r)
+            if ev:
+                events.append(ev)
+                kernel.append(ev)
+            if r.transport == KERNEL:
+                continue
+        if r.transport != SERVICE or not r.msg:
+            continue
+        body = r.msg
+        hit = mk.match(marker_tab, body) if marker_tab else None
+        rk = _rank_key(r, engine)
+        if hit:
+            m, vals = hit
+            if m.edge in ("config", "version") or m.name in ("server_args", "version", "non_default_args"):
+                start_seen = True
+            view = ranks.setdefault(rk, RankView(rk))
+            _advance(view, m, r)
+            if m.edge == "end" and m.then:
+                phase = m.then
+            elif m.edge == "ready":
+                phase = "serving"
+                ready_line = r.line
+            elif m.phase != "launch" or phase is None:
+                phase = m.phase if phase is None or m.edge in ("begin", "point") else phase
+            for k, v in vals.items():
+                view.readings[k] = v
+                readings[k] = v
+            events.append(Event(r.line, "marker", m.name, m.phase, rk, body, vals, r.ts))
+            continue
+        dh = mk.match(death_tab, body) if death_tab else None
+        if dh:
+            m, vals = dh
+            ev = Event(r.line, "death", m.name, phase, rk, body, vals, r.ts)
+            events.append(ev)
+            death_lines.append(ev)
+        if r.rank or r.proc:
+            v = ranks.setdefault(rk, RankView(rk))
+            v.lines += 1
+    for v in ranks.values():
+        if v.phases:
+            v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
+    config = extract_config(recs, engine, version)
+    a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,
+                records=recs, blocks=blocks, events=events, ranks=ranks, config=config, systemd=sd, kernel=kernel,
+                readings=readings, start_seen=start_seen)
+    _decide(a, phase, ready_line, death_lines, marker_tab, engine)
+    return a
+
+
+def _after(phase: str, marker_tab) -> str:
+    for m in marker_tab:
+        if m.edge == "end" and m.phase == phase and m.then:
+            return m.then
+    return phase
+
+
+def _rank_key(r: Record, engine: str) -> str:
+    if r.rank:
+        return r.rank
+    if r.proc and engine == "vllm":
+        return r.proc.split("/")[-1]
+    return "main"
+
+
+def _advance(view: RankView, m: mk.Marker, r: Record) -> None:
+    cur = view.phases[-1] if view.phases else None
+    if m.edge == "ready":
+        if cur and not cur.completed:
+            cur.completed, cur.end_line, cur.end_ts = True, r.line, r.ts
+        view.phases.append(PhaseSpan("serving", r.line, r.line, r.ts, r.ts, completed=True))
+        return
+    if cur is None or cur.phase != m.phase:
+        if cur and not cur.completed and PHASE_INDEX[m.phase] > PHASE_INDEX[cur.phase]:
+            cur.completed = True
+        if m.phase == "launch" and cur is not None:
+            return
+        cur = PhaseSpan(m.phase, r.line, r.line, r.ts, r.ts)
+        view.phases.append(cur)
+    cur.end_line, cur.end_ts = r.line, r.ts
+    if m.edge == "end":
+        cur.completed = True
+
+
+def frames_phase(block: Block | None) -> str | None:
+    if block is None:
+        return None
+    for sec in block.sections:
+        for fr in reversed(sec.frames):
+            for rx, ph in _FRAME_RX:
+                if rx.match(fr.func):
+                    return ph
+    return None
+
+
+def is_fatal_block(b: Block) -> bool:
+    """A traceback that ends in an exception (warnings and handled retries print none)."""
+    if b.kind == "abort":
+        return True
+    fin = b.final
+    if fin is None or not (fin.exc_type or fin.exc_msg):
+        return False
+    t = fin.exc_type or ""
+    return not t.endswith(("Warning",)) and t not in ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError",
+                                                       "CancelledError", "GeneratorExit")
+
+
+def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event], marker_tab, engine: str) -> None:
+    fatal_blocks = [b for b in a.blocks if is_fatal_block(b)]
+    sd_fail = a.systemd.get("result") not in (None, "success") or a.systemd.get("code") in ("killed", "dumped") or \
+        (a.systemd.get("code") == "exited" and a.systemd.get("status") not in (None, "0")) or "timeout" in a.systemd
+    kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") for e in a.kernel)
+    after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
+    deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
+    a.ready = bool(ready_line)
+    a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line))
+    if ready_line and not (after_ready or deaths_after or sd_fail):
+        a.failed = False
+    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after]
+    a.fatal_line = min(firsts) if firsts else 0
+    # the failing rank: the rank of the earliest fatal traceback that is not a front-end echo
+    ranked = [b for b in after_ready if b.rank]
+    if ranked:
+        a.first_failing_rank = min(ranked, key=lambda b: b.first_line).rank
+    elif after_ready and engine == "vllm":
+        procs = [b.proc.split("/")[-1] for b in after_ready if b.proc]
+        a.first_failing_rank = procs[0] if procs else None
+    for v in a.ranks.values():
+        mine = [b for b in after_ready if (b.rank or (b.proc or "").split("/")[-1] or "main") == v.rank]
+        if mine:
+            v.died, v.death_line = True, mine[0].first_line
+            fin = mine[0].final
+            v.error = f"{fin.exc_type}: {fin.exc_msg}".strip(": ").splitlines()[0] if fin else ""
+    if not a.failed:
+        a.phase = "serving" if ready_line else (phase or "unknown")
+        a.phase_source = "markers" if phase else "none"
+        return
+    # phase at the first fatal line, of the failing rank when it has markers of its own
+    at = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
+    first_block = min(after_ready, key=lambda b: b.first_line) if after_ready else None
+    fp = None
+    for b in sorted(after_ready, key=lambda b: b.first_line):
+        fp = frames_phase(b)
+        if fp:
+            break
+    if at is None or (at == "launch" and fp):
+        a.phase, a.phase_source = (fp, "frames") if fp else ("launch" if a.start_seen else "unknown", "none")
+    else:
+        a.phase, a.phase_source = at, "markers"
+    if ready_line and a.fatal_line > ready_line:
+        a.phase, a.phase_source = "serving", "markers"
+    del first_block
+
+
+def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> str | None:
+    """Replay the marker events up to `line` (for `rank` if it has markers; else for the attempt)."""
+    evs = [e for e in a.events if e.kind == "marker" and e.line <= line]
+    if rank and any(e.rank == rank for e in evs):
+        own = [e for e in evs if e.rank == rank]
+        # rank-0-only lines (no rank tag) still move everyone along
+        evs = sorted(own + [e for e in evs if e.rank == "main"], key=lambda e: e.line)
+    phase = None
+    for e in evs:
+        m = next((m for m in marker_tab if m.name == e.name), None)
+        if m is None:
+            continue
+        if m.edge == "end" and m.then:
+            nxt = m.then
+        elif m.edge == "ready":
+            nxt = "serving"
+        else:
+            nxt = m.phase
+        if phase is None or m.edge in ("end", "ready") or PHASE_INDEX[nxt] >= PHASE_INDEX.get(phase, 0) or m.edge == "begin":
+            if not (m.phase == "launch" and phase is not None):
+                phase = nxt
+    return phase
+
+
+def _systemd_event(r: Record) -> Event | None:
+    msg = r.msg
+    m = _SD_EXIT.search(msg)
+    if m:
+        return Event(r.line, "systemd", "exit", values={"code": m.group("code"), "status": m.group("status"),
+                                                          "signal": m.group("signame")}, text=msg, ts=r.ts)
+    m = _SD_RESULT.search(msg)
+    if m:
+        return Event(r.line, "systemd", "result", values={"result": m.group("result")}, text=msg, ts=r.ts)
+    m = _SD_RESTART.search(msg)
+    if m:
+        return Event(r.line, "systemd", "restart", values={"restarts": m.group("n")}, text=msg, ts=r.ts)
+    if _SD_TIMEOUT.search(msg):
+        return Event(r.line, "systemd", "timeout", values={"timeout": "start"}, text=msg, ts=r.ts)
+    m = _SD_STARTED.match(msg)
+    if m and not msg.startswith("Starting"):
+        return Event(r.line, "systemd", "started", text=msg, ts=r.ts)
+    return None
+
+
+def _kernel_event(r: Record) -> Event | None:
+    msg = r.msg
+    m = _XID.search(msg)
+    if m:
+        return Event(r.line, "kernel", "xid", values={"xid": int(m.group("xid")), "pci": m.group("pci"),
+                                                      "xid_text": m.group("xmsg")}, text=msg, ts=r.ts)
+    if _FALLEN.search(msg):
+        return Event(r.line, "kernel", "fallen_off", text=msg, ts=r.ts)
+    m = _KOOM.search(msg)
+    if m:
+        return Event(r.line, "kernel", "oom_kill", values={k: v for k, v in m.groupdict().items() if v}, text=msg, ts=r.ts)
+    return None
