@@ -1,0 +1,20 @@
+"""logdoctor: crash-log diagnosis for LLM inference servers.
+
+    import logdoctor
+    d = logdoctor.diagnose(open("journal.log").read())
+    d.failed, d.cause, d.phase, d.confidence, d.fixes, d.evidence, d.to_dict()
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from logdoctor.errors import InputError, LogdoctorError, RuleError, UsageError  # noqa: E402
+
+
+def diagnose(source, engine: str = "auto", history=None, rules=()):
+    """Diagnose a log (text, bytes, path or iterable of lines); see design.md for the Diagnosis fields."""
+    from logdoctor.api import diagnose as _diagnose
+    return _diagnose(source, engine=engine, history=history, rules=rules)
+
+
+__all__ = ["diagnose", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]

@@ -1,0 +1,3 @@
+from logdoctor.cli import main
+
+main()

@@ -1,0 +1,172 @@
+"""The pipeline in one place: read → timeline → rules (+ classifier) → fix plan → Diagnosis.
+
+`diagnose()` is the deploy-script hook (design.md): it accepts text, bytes, a path or an iterable of lines, never
+raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses only for usage errors.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from logdoctor import remedy
+from logdoctor.diagnosis import Diagnosis, Evidence
+from logdoctor.errors import InputError, UsageError
+from logdoctor.matching.conditions import Context
+from logdoctor.matching.loader import Rule, load_rules
+from logdoctor.matching.rank import Candidate, candidates, confidence
+from logdoctor.read import check_bytes, read_bytes, read_lines
+from logdoctor.records import ReadResult
+from logdoctor.timeline import Attempt, Timeline, build
+
+UNKNOWN_COLLECT = ("journalctl -u UNIT -n 1000 --no-pager", "journalctl -k -b --no-pager | grep -E 'NVRM|oom|Killed'",
+                   "nvidia-smi -q")
+MIN_CONFIDENCE = 0.35
+
+
+def read_any(source, *, strict: bool = True) -> ReadResult:
+    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError)."""
+    if isinstance(source, bytes):
+        if strict:
+            check_bytes(source, "<bytes>")
+        return read_bytes(source, "<bytes>")
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
+                                            and Path(source).exists()):
+        from logdoctor.sources.files import read_source
+        raw = read_source(source)
+        if raw.is_journal_file:
+            from logdoctor.read import read_entries
+            from logdoctor.sources.journal import iter_journal_entries
+            return read_entries(iter_journal_entries(files=[str(source)]), raw.origin)
+        if strict:
+            check_bytes(raw.data, raw.origin)
+        return read_bytes(raw.data, raw.origin)
+    if isinstance(source, str):
+        data = source.encode("utf-8", "surrogateescape")
+        if strict:
+            check_bytes(data, "<text>")
+        return read_bytes(data, "<text>")
+    if isinstance(source, Iterable):
+        lines = [l.decode("utf-8", "replace") if isinstance(l, bytes) else str(l) for l in source]
+        lines = [l[:-1] if l.endswith("\n") else l for l in lines]
+        if strict and not any(l.strip() for l in lines):
+            raise InputError("empty input — no log lines")
+        return read_lines(lines, "<lines>")
+    raise UsageError(f"cannot read a log from {type(source).__name__}")
+
+
+def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
+             loaded_rules: list[Rule] | None = None, classifier=None) -> Diagnosis:
+    res = source if isinstance(source, ReadResult) else read_any(source)
+    rule_set = loaded_rules if loaded_rules is not None else load_rules(tuple(rules))
+    tl = build(res.records, engine)
+    return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+
+
+def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None) -> Diagnosis:
+    per_attempt: list[tuple[Attempt, list[Candidate]]] = []
+    for a in tl.attempts:
+        cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
+        per_attempt.append((a, cands))
+    a, cands = per_attempt[-1]
+    attempts = [{"started_line": x.start_line, "phase": x.phase,
+                 "cause": (c[0].cause if c else "unknown") if x.failed else None}
+                for x, c in per_attempt]
+    window = {"lines": res.stats.read, "start_seen": tl.start_seen}
+    d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
+                  confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
+                  attempts=attempts, window=window, origin=res.origin)
+    d.candidates = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
+    if not a.failed:
+        d.confidence = 0.9 if a.ready else 0.6
+        d.explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
+            "No failure in this window: no fatal traceback, no death message, no failed systemd result."
+        return d
+    scored = cands
+    if classifier is not None:
+        scored = classifier.rerank(tl, a, cands)
+    conf = confidence(scored)
+    if not scored or conf < MIN_CONFIDENCE:
+        _unknown(d, a)
+        return d
+    win = scored[0]
+    d.cause, d.rule, d.title = win.cause, win.rule.id, win.rule.title
+    d.confidence = conf
+    seen = set()
+    alts = []
+    for c in scored[1:]:
+        if c.cause != win.cause and c.cause not in seen:
+            seen.add(c.cause)
+            alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, c.rule.confidence * (c.score / max(win.score, 1)) * 0.4)), 2)})
+    d.alternatives = alts[:3]
+    d.evidence = _evidence(win, a)
+    vars_ = _vars(win, a, tl)
+    d.explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
+    d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl)
+    d.actions = [_fill(x, vars_) for x in win.rule.actions]
+    d.no_flag_change = win.rule.no_flag_change
+    if not a.config.known:
+        d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
+    return d
+
+
+def _unknown(d: Diagnosis, a: Attempt) -> None:
+    d.cause, d.rule, d.confidence = "unknown", None, 0.0
+    d.evidence = [Evidence(b.final.exc_line or b.first_line, _exc_text(b))
+                  for b in a.blocks if b.final is not None][:3]
+    d.explanation = ("The service failed, but no rule recognises the failure and the log does not show enough to "
+                     "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
+    d.actions = list(UNKNOWN_COLLECT)
+
+
+def _exc_text(b) -> str:
+    s = b.final
+    text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
+    return text.splitlines()[0] if text else b.header
+
+
+def _evidence(win: Candidate, a: Attempt) -> list[Evidence]:
+    seen: dict[int, str] = {}
+    for ln, text in win.hit.evidence:
+        if ln and ln not in seen:
+            seen[ln] = text.splitlines()[0][:300] if text else ""
+    return [Evidence(ln, seen[ln]) for ln in sorted(seen)][:5]
+
+
+def _vars(win: Candidate, a: Attempt, tl: Timeline) -> dict:
+    v: dict = {}
+    v.update({k: _fmt(x) for k, x in a.readings.items()})
+    v.update({k: _fmt(x) for k, x in a.config.levers.items()})
+    v.update({k: x for k, x in win.hit.captures.items() if x is not None})
+    v.update({"phase": a.phase, "rank": a.first_failing_rank or "the engine", "engine": tl.engine})
+    return v
+
+
+def _fmt(x):
+    if isinstance(x, float) and x.is_integer() and abs(x) > 100:
+        return int(x)
+    return x
+
+
+def _fill(template: str, vars_: dict) -> str:
+    class Safe(dict):
+        def __missing__(self, key):
+            return "?"
+    try:
+        return " ".join(template.split()).format_map(Safe(vars_))
+    except (ValueError, IndexError, AttributeError):
+        return " ".join(template.split())
+
+
+def _config_view(a: Attempt) -> dict:
+    return {k: v for k, v in a.config.levers.items() if isinstance(v, (int, float, str, bool)) or v is None}
+
+
+def _ready_text(a: Attempt) -> str:
+    r = a.readings
+    bits = []
+    if "max_total_num_tokens" in r:
+        bits.append(f"max_total_num_tokens={_fmt(r['max_total_num_tokens'])}")
+    if "kv_tokens" in r:
+        bits.append(f"KV cache {r['kv_tokens']} tokens")
+    return ("ready to serve" + (f" ({', '.join(str(b) for b in bits)})" if bits else "")) + "."

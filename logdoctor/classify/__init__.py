@@ -1,0 +1,1 @@
+"""The classifier: features, export-format model, inference without scikit-learn, training."""

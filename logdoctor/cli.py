@@ -1,0 +1,154 @@
+"""Command line (click). Heavy imports (pandas, scikit-learn) stay inside the commands that need them, so
+`explain` answers in well under a second."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from logdoctor import __version__
+from logdoctor.errors import LogdoctorError
+
+ENGINES = ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")
+
+
+def _fail(exc: BaseException, verbose: bool) -> None:
+    if isinstance(exc, LogdoctorError):
+        click.echo(f"logdoctor: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    if verbose:
+        import traceback
+        traceback.print_exc()
+    click.echo(f"logdoctor: internal error ({type(exc).__name__}: {str(exc)[:200]}) — please report it with the "
+               f"log and `logdoctor --version`; rerun with -v for the traceback", err=True)
+    sys.exit(4)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.echo("logdoctor: interrupted", err=True)
+            sys.exit(130)
+        except BaseException as exc:  # noqa: BLE001 - the documented exit 4 path
+            _fail(exc, "-v" in sys.argv or "--verbose" in sys.argv)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="logdoctor")
+def main() -> None:
+    """Diagnose why an LLM inference server (SGLang, vLLM, ...) failed to start."""
+
+
+def _source_options(f):
+    f = click.option("--journal-dir", type=click.Path(), help="read journal files in DIR")(f)
+    f = click.option("--journal-file", multiple=True, type=click.Path(), help="read a journal file (repeatable)")(f)
+    f = click.option("-n", "lines", type=int, help="the last N journal entries")(f)
+    f = click.option("--boot", is_flag=False, flag_value="0", default=None, help="only this boot (default: current)")(f)
+    f = click.option("--since", help="journal entries since T (journalctl syntax)")(f)
+    f = click.option("--unit", "-u", help="read the system journal (or the journal files) for UNIT")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True)(f)
+    f = click.argument("source", required=False)(f)
+    return f
+
+
+def _read(source, unit, since, boot, lines, journal_file, journal_dir):
+    """Pick the source: journal files / live journal, else a file or stdin."""
+    from logdoctor.read import check_bytes, read_bytes, read_entries
+    if journal_file or journal_dir or unit:
+        if source:
+            from logdoctor.errors import UsageError
+            raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
+        from logdoctor.sources.journal import iter_journal_entries
+        entries = list(iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit, since=since,
+                                            boot=boot, lines=lines))
+        origin = unit or (journal_file[0] if journal_file else journal_dir)
+        if not entries:
+            from logdoctor.errors import InputError
+            raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
+        return read_entries(entries, origin)
+    from logdoctor.sources.files import read_source
+    raw = read_source(source)
+    if raw.is_journal_file:
+        from logdoctor.sources.journal import iter_journal_entries
+        return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
+    check_bytes(raw.data, raw.origin)
+    res = read_bytes(raw.data, raw.origin)
+    if lines:
+        keep = [r for r in res.records if r.line > res.stats.read - lines]
+        res.records = keep
+    return res
+
+
+def _emit_warnings(res, stats: bool) -> None:
+    for w in res.warnings:
+        click.echo(f"logdoctor: warning: {w}", err=True)
+    if stats:
+        click.echo(f"logdoctor: {res.origin}: {res.stats.line()}", err=True)
+        for u in res.unparsed[:20]:
+            click.echo(f"logdoctor:   unparsed line {u.line}: {u.reason}: {u.text[:80]!r}", err=True)
+
+
+@main.command()
+@_source_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(), help="extra rule folder (overrides by id)")
+@click.option("--stats", is_flag=True, help="line accounting on stderr")
+@click.option("-v", "--verbose", is_flag=True, help="timeline, all candidate rules and scores")
+def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose):
+    """Say why the service failed, show the evidence, and propose the next flag change.
+
+    Exit codes: 0 no failure · 1 failure with a known cause · 3 failure, cause unknown · 2 input/usage error ·
+    4 internal error."""
+    from logdoctor.api import diagnose_timeline
+    from logdoctor.classify.runtime import load_default as load_classifier
+    from logdoctor.matching.loader import load_rules
+    from logdoctor.timeline import build
+    res = _read(source, unit, since, boot, lines, journal_file, journal_dir)
+    _emit_warnings(res, stats)
+    rules = load_rules(tuple(rule_dirs))
+    tl = build(res.records, engine)
+    d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    if fmt == "json":
+        click.echo(json.dumps(d.to_dict(), indent=2, default=str))
+    elif fmt == "markdown":
+        from logdoctor.render.markdown import render
+        click.echo(render(d), nl=False)
+    else:
+        from logdoctor.render import text
+        tl_text = ""
+        if verbose:
+            from logdoctor.render.timeline_view import render_text
+            tl_text = render_text(tl)
+        click.echo(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text), nl=False)
+    sys.exit(d.exit_code)
+
+
+@main.command()
+@_source_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--stats", is_flag=True, help="line accounting on stderr")
+def timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, stats):
+    """The start-up phases per rank, attempts, memory readings and flags in force."""
+    from logdoctor.render.timeline_view import render_text, to_dict
+    from logdoctor.timeline import build
+    res = _read(source, unit, since, boot, lines, journal_file, journal_dir)
+    _emit_warnings(res, stats)
+    tl = build(res.records, engine)
+    if fmt == "json":
+        click.echo(json.dumps(to_dict(tl), indent=2, default=str))
+    else:
+        click.echo(render_text(tl), nl=False)
+
+
+from logdoctor.commands import rules as _rules_cmd  # noqa: E402
+
+main.add_command(_rules_cmd.rules)
+
+from logdoctor.commands import evaluate as _eval_cmd  # noqa: E402
+
+main.add_command(_eval_cmd.eval_cmd)

@@ -1,0 +1,1 @@
+"""Subcommands that are more than a few lines: rules, eval, train."""

@@ -1,0 +1,51 @@
+"""`logdoctor eval CASE_DIR ...`: accuracy on labelled cases, with the rules-only / classifier-only / combined
+ablation."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import click
+
+
+@click.command("eval")
+@click.argument("case_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--mode", type=click.Choice(["combined", "rules", "classifier", "ablation"]), default="combined",
+              show_default=True, help="which decision path to score; ablation runs all three")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
+def eval_cmd(case_dirs, fmt, mode, rule_dirs):
+    """Cause/phase accuracy, first-fix agreement, forbidden suggestions, confusion matrix, per-engine figures."""
+    from logdoctor import evaluation as ev
+    modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
+    report = {}
+    for m in modes:
+        results = ev.run(case_dirs, rule_dirs=rule_dirs, mode=m)
+        report[m] = (results, ev.summary(results))
+    if fmt == "json":
+        click.echo(json.dumps({m: {"summary": s, "cases": [asdict(r) for r in res]} for m, (res, s) in report.items()},
+                              indent=2, default=str))
+        return
+    import pandas as pd
+    for m, (results, s) in report.items():
+        click.echo(f"== {m}: {s['cases']} cases")
+        for k, v in s.items():
+            if k != "cases":
+                click.echo(f"   {k:<22} {v}")
+    results, s = report[modes[-1]]
+    confusion, per_engine = ev.tables(results)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        click.echo("\nper engine:\n" + per_engine.to_string())
+        click.echo("\nconfusion (rows: label, columns: diagnosis):\n" + confusion.to_string())
+    wrong = [r for r in results if not r.cause_ok or not r.phase_ok or r.forbidden]
+    if wrong:
+        click.echo("\nstill wrong:")
+        for r in wrong:
+            bits = []
+            if not r.cause_ok:
+                bits.append(f"cause {r.cause} (label {r.label_cause})")
+            if not r.phase_ok:
+                bits.append(f"phase {r.phase} (label {r.label_phase})")
+            if r.forbidden:
+                bits.append("forbidden " + ", ".join(r.forbidden))
+            click.echo(f"   {r.id:<40} " + "; ".join(bits))

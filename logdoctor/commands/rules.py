@@ -1,0 +1,136 @@
+"""`logdoctor rules list | show ID | lint [DIR] | test [DIR]`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import yaml
+
+from logdoctor.matching.loader import bundled_rules_dir, load_rule_file, load_rules
+
+
+@click.group()
+def rules() -> None:
+    """List, show, lint and test the rule base."""
+
+
+@rules.command("list")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
+def list_cmd(rule_dirs):
+    """One line per rule: id, cause, engines, title."""
+    for r in sorted(load_rules(tuple(rule_dirs)), key=lambda r: (r.cause, r.id)):
+        click.echo(f"{r.id:<48} {r.cause:<22} {','.join(r.engines):<14} {r.title}")
+
+
+@rules.command("show")
+@click.argument("rule_id")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
+def show_cmd(rule_id, rule_dirs):
+    """Print one rule's file."""
+    for r in load_rules(tuple(rule_dirs)):
+        if r.id == rule_id:
+            click.echo(f"# {r.path}")
+            click.echo(Path(r.path).read_text(), nl=False)
+            return
+    raise click.ClickException(f"no rule with id {rule_id!r} (see `logdoctor rules list`)")
+
+
+def _files(d: Path) -> list[Path]:
+    return sorted(d.rglob("*.yaml")) + sorted(d.rglob("*.yml"))
+
+
+@rules.command("lint")
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
+def lint_cmd(directory):
+    """Schema errors, duplicate ids, unknown levers, backtracking-prone regexes. Exit 2 on any problem."""
+    from logdoctor.errors import RuleError
+    from logdoctor.matching.schema import backtracking_risk
+    d = Path(directory) if directory else bundled_rules_dir()
+    problems: list[str] = []
+    ids: dict[str, Path] = {}
+    n = 0
+    for path in _files(d):
+        n += 1
+        try:
+            r = load_rule_file(path, strict=True)
+        except RuleError as exc:
+            problems.append(str(exc))
+            continue
+        if r.id in ids:
+            problems.append(f"{path}: duplicate rule id {r.id!r} (also in {ids[r.id]})")
+        ids[r.id] = path
+        if path.parent.name != r.cause:
+            problems.append(f"{path}: rule of cause {r.cause!r} must live under rules/{r.cause}/")
+        for pat in r.compiled:
+            why = backtracking_risk(pat)
+            if why:
+                problems.append(f"{path}: regex {pat!r}: {why} (catastrophic backtracking risk)")
+    for p in problems:
+        click.echo(p, err=True)
+    click.echo(f"{n} rule files, {len(problems)} problems")
+    sys.exit(2 if problems else 0)
+
+
+def find_fixture(case_id: str, roots: list[Path]) -> Path | None:
+    for root in roots:
+        for cand in root.rglob(case_id):
+            if (cand / "journal.log").exists():
+                return cand
+    return None
+
+
+def fixture_roots() -> list[Path]:
+    return [bundled_rules_dir().parent / "fixtures" / "journals"]
+
+
+@rules.command("test")
+@click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
+@click.option("-v", "--verbose", is_flag=True)
+def test_cmd(directory, verbose):
+    """Every rule must win on each of its examples and must not fire on any healthy fixture."""
+    from logdoctor.api import diagnose
+    from logdoctor.matching.conditions import Context
+    from logdoctor.matching.rank import candidates
+    from logdoctor.read import read_bytes
+    from logdoctor.timeline import build
+    extra = (directory,) if directory else ()
+    all_rules = load_rules(extra, strict=True)
+    tested = [r for r in all_rules if not directory or Path(r.path).resolve().is_relative_to(Path(directory).resolve())]
+    roots = fixture_roots()
+    failures: list[str] = []
+    passed = 0
+    cache: dict[Path, object] = {}
+    for r in sorted(tested, key=lambda r: r.id):
+        if not r.examples:
+            failures.append(f"{r.id}: no examples")
+            continue
+        for ex in r.examples:
+            fx = find_fixture(ex, roots)
+            if fx is None:
+                failures.append(f"{r.id}: example {ex!r} not found under {', '.join(map(str, roots))}")
+                continue
+            if fx not in cache:
+                cache[fx] = diagnose(fx / "journal.log", loaded_rules=all_rules)
+            d = cache[fx]
+            if d.rule != r.id:
+                failures.append(f"{r.id}: on {ex} the winner is {d.rule} ({d.cause})")
+            else:
+                passed += 1
+    healthy = []
+    for root in roots:
+        for lab in root.rglob("label.yaml"):
+            data = yaml.safe_load(lab.read_text()) or {}
+            if data.get("failed") is False or data.get("cause") in (None, "null"):
+                healthy.append(lab.parent)
+    for h in sorted(healthy):
+        res = read_bytes((h / "journal.log").read_bytes(), str(h))
+        tl = build(res.records)
+        for a in tl.attempts:
+            for c in candidates(tested, Context.build(tl, a)):
+                failures.append(f"{c.rule.id}: fires on healthy fixture {h.name} (line "
+                                f"{c.hit.evidence[0][0] if c.hit.evidence else '?'})")
+    for f in failures:
+        click.echo(f"FAIL {f}", err=True)
+    click.echo(f"{passed} examples passed, {len(failures)} failed; {len(healthy)} healthy fixtures checked")
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,78 @@
+"""The Diagnosis: what `explain` prints and what `diagnose()` returns; `to_dict()` is schema
+logdoctor.diagnosis/v1 (design.md), validated in tests against logdoctor/schemas/diagnosis.schema.json."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA = "logdoctor.diagnosis/v1"
+
+
+@dataclass
+class FixStep:
+    lever: str
+    flag: str
+    from_: object
+    to: object
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"lever": self.lever, "flag": self.flag, "from": self.from_, "to": self.to, "why": self.why}
+
+
+@dataclass
+class Evidence:
+    line: int
+    text: str
+
+
+@dataclass
+class Diagnosis:
+    engine: str
+    engine_version: str | None
+    failed: bool
+    phase: str
+    cause: str | None
+    confidence: float
+    rule: str | None
+    rank: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+    explanation: str = ""
+    fixes: list[FixStep] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    alternatives: list[dict] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    attempts: list[dict] = field(default_factory=list)
+    window: dict = field(default_factory=dict)
+    # extras (not in the JSON schema's required set; shown by text/markdown and -v)
+    title: str = ""
+    notes: list[str] = field(default_factory=list)
+    candidates: list[dict] = field(default_factory=list)
+    no_flag_change: bool = False
+    origin: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        if not self.failed:
+            return 0
+        return 3 if self.cause in (None, "unknown") else 1
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "failed": self.failed,
+            "phase": self.phase,
+            "cause": self.cause if self.failed else None,
+            "confidence": self.confidence,
+            "rule": self.rule,
+            "rank": self.rank,
+            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
+            "explanation": self.explanation,
+            "fixes": [f.to_dict() for f in self.fixes],
+            "actions": list(self.actions),
+            "alternatives": list(self.alternatives),
+            "config": dict(self.config),
+            "attempts": list(self.attempts),
+            "window": dict(self.window),
+        }

@@ -1,0 +1,195 @@
+"""Load rule files: one YAML rule per file under rules/<cause>/<id>.yaml, bundled and user folders.
+
+Loading is on the `explain` hot path, so it does a cheap structural check here (required keys, known condition
+keys, regexes compile, levers exist) and leaves full JSON-Schema validation to `rules lint`/`rules test`. Every
+error names the file and, where the YAML knows it, the line.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from logdoctor.errors import RuleError
+
+CAUSES = ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault", "distributed_init",
+          "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch", "illegal_memory_access",
+          "host_oom", "startup_timeout")
+PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving",
+          "unknown")
+OPS = ("set", "raise", "lower", "halve", "double", "enable", "disable")
+LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "phase", "phase_reached",
+          "phase_not_reached", "flag", "xid", "kernel", "systemd", "exit_code", "ranks_failed", "attempts", "death",
+          "engine", "level", "hint", "env")
+COMBINATORS = ("all", "any", "none")
+REGEX_LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "kernel", "death", "hint")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def bundled_rules_dir() -> Path:
+    """rules/ at the repository root (an editable or source install); packaged copies live in logdoctor/data/rules."""
+    here = Path(__file__).resolve().parent.parent
+    for cand in (here.parent / "rules", here / "data" / "rules"):
+        if cand.is_dir():
+            return cand
+    return here.parent / "rules"
+
+
+@dataclass
+class Fix:
+    lever: str
+    op: str
+    value: object = None
+    min: float | None = None
+    max: float | None = None
+    why: str = ""
+    when: dict | None = None        # optional condition on captures/config, e.g. {lever_set: mamba_ratio}
+
+
+@dataclass
+class Rule:
+    id: str
+    cause: str
+    title: str
+    engines: tuple[str, ...]
+    match: dict
+    priority: int = 50
+    confidence: float = 0.8
+    phases: tuple[str, ...] = ()
+    versions: str | None = None
+    explain: str = ""
+    fixes: list[Fix] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+    no_flag_change: bool = False    # hardware-style rules: say "do not change flags"
+    path: str = ""
+    compiled: dict = field(default_factory=dict, repr=False)
+
+    def applies_to(self, engine: str) -> bool:
+        return "any" in self.engines or engine in self.engines
+
+
+def rule_dirs(extra: tuple[str, ...] | list[str] = ()) -> list[Path]:
+    dirs = [bundled_rules_dir()]
+    env = os.environ.get("LOGDOCTOR_RULES_PATH", "")
+    dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += [Path(p) for p in extra]
+    return dirs
+
+
+def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
+    """All rules; a later folder's rule with the same id replaces an earlier one (user folders override)."""
+    by_id: dict[str, Rule] = {}
+    for d in rule_dirs(extra_dirs):
+        if not d.exists():
+            if d != bundled_rules_dir():
+                raise RuleError(f"{d}: rules folder does not exist")
+            continue
+        seen: dict[str, str] = {}
+        for path in sorted(d.rglob("*.yaml")) + sorted(d.rglob("*.yml")):
+            rule = load_rule_file(path, strict=strict)
+            if rule.id in seen:
+                raise RuleError(f"{path}: duplicate rule id {rule.id!r} (also in {seen[rule.id]})")
+            seen[rule.id] = str(path)
+            by_id[rule.id] = rule
+    return list(by_id.values())
+
+
+def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"{path}: cannot read rule file ({exc})") from None
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RuleError(f"{path}{where}: invalid YAML ({problem})") from None
+    if not isinstance(data, dict):
+        raise RuleError(f"{path}:1: a rule file must be a mapping with id, cause, match, ...")
+    if strict:
+        from logdoctor.matching.schema import validate_rule_data
+        validate_rule_data(data, path, text)
+    return build_rule(data, path, text)
+
+
+def _line_of(text: str, key: str) -> str:
+    m = re.search(rf"^\s*-?\s*{re.escape(key)}\s*:", text, re.M)
+    return f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
+
+
+def build_rule(data: dict, path: Path, text: str = "") -> Rule:
+    def fail(key: str, msg: str):
+        raise RuleError(f"{path}{_line_of(text, key)}: {msg}")
+
+    for key in ("id", "cause", "title", "match"):
+        if key not in data:
+            fail("id", f"missing required key {key!r}")
+    if data["cause"] not in CAUSES:
+        fail("cause", f"unknown cause {data['cause']!r} (TAXONOMY.md: {', '.join(CAUSES)})")
+    engines = data.get("engines", ["any"])
+    if isinstance(engines, str):
+        engines = [engines]
+    phases = data.get("phases", []) or []
+    for p in phases:
+        if p not in PHASES:
+            fail("phases", f"unknown phase {p!r}")
+    from logdoctor import levers as lv
+    fixes = []
+    for f in data.get("fixes", []) or []:
+        if not isinstance(f, dict) or "lever" not in f:
+            fail("fixes", "each fix needs a lever")
+        if f["lever"] not in lv.LEVERS:
+            fail("lever", f"unknown lever {f['lever']!r}")
+        op = f.get("op", "set")
+        if op not in OPS:
+            fail("op", f"unknown fix op {op!r} (one of {', '.join(OPS)})")
+        fixes.append(Fix(lever=f["lever"], op=op, value=f.get("value"), min=f.get("min"), max=f.get("max"),
+                         why=str(f.get("why", "")), when=f.get("when")))
+    compiled: dict = {}
+    _check_cond(data["match"], compiled, fail)
+    conf = float(data.get("confidence", 0.8))
+    if not 0 < conf <= 1:
+        fail("confidence", "confidence must be in (0, 1]")
+    return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
+                match=data["match"], priority=int(data.get("priority", 50)), confidence=conf,
+                phases=tuple(phases), versions=data.get("versions"), explain=str(data.get("explain", "")),
+                fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
+                examples=[str(e) for e in data.get("examples", []) or []],
+                no_flag_change=bool(data.get("no_flag_change", False)), path=str(path), compiled=compiled)
+
+
+def _check_cond(cond, compiled: dict, fail) -> None:
+    if isinstance(cond, list):
+        for c in cond:
+            _check_cond(c, compiled, fail)
+        return
+    if not isinstance(cond, dict) or not cond:
+        fail("match", f"a condition must be a mapping, got {cond!r}")
+    for key, val in cond.items():
+        if key in COMBINATORS:
+            if not isinstance(val, list):
+                fail(key, f"{key}: expects a list of conditions")
+            _check_cond(val, compiled, fail)
+        elif key == "not":
+            _check_cond(val, compiled, fail)
+        elif key in LEAVES:
+            if key in REGEX_LEAVES:
+                pats = val if isinstance(val, list) else [val]
+                for p in pats:
+                    if isinstance(p, dict):
+                        p = p.get("regex", "")
+                    try:
+                        compiled[str(p)] = re.compile(str(p))
+                    except re.error as exc:
+                        fail(key, f"bad regex {p!r}: {exc}")
+        elif key in ("scope", "rank", "capture"):
+            continue
+        else:
+            fail(key, f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)")

@@ -1,0 +1,139 @@
+"""The fix planner: a rule's fixes (lever + operation) → concrete flag changes for the detected engine, relative
+to the config in force, bounded, and never a value already in force or tried by an earlier attempt."""
+from __future__ import annotations
+
+from logdoctor import levers as lv
+from logdoctor.diagnosis import FixStep
+from logdoctor.matching.loader import Fix, Rule
+from logdoctor.timeline import Attempt, Timeline
+
+
+def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
+         ) -> tuple[list[FixStep], list[str]]:
+    """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set")."""
+    fixes: list[FixStep] = []
+    notes: list[str] = []
+    engine, version = tl.engine, tl.engine_version
+    cfg = attempt.config
+    known = cfg.known
+    for f in rule.fixes:
+        if not _when(f, captures, cfg.levers):
+            continue
+        flag = lv.flag_for(f.lever, engine, version, cfg.raw) if engine in ("sglang", "vllm") else \
+            lv.flag_for(f.lever, engine, version, cfg.raw)
+        if not flag:
+            continue
+        current = cfg.levers.get(f.lever)
+        tried = _tried(f.lever, attempt, tl) | set((tried_extra or {}).get(f.lever, ()))
+        bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
+        if f.op in ("enable", "disable"):
+            want = f.op == "enable"
+            if current is not None and bool(_truthy(current)) == want:
+                notes.append(f"{_render(flag, want)} already in force")
+                continue
+            if any(_truthy(t) == want for t in tried if t is not None):
+                notes.append(f"{_render(flag, want)} already tried in an earlier attempt")
+                continue
+            fixes.append(FixStep(f.lever, flag, current if current is not None else (None if not known else (not want)),
+                                 want, _why(f.why, captures)))
+            continue
+        if f.op == "set":
+            value = _fill(f.value, captures, cfg.levers)
+            if value is None:
+                continue
+            if current is not None and str(current) == str(value):
+                notes.append(f"{flag} {value} already in force")
+                continue
+            if str(value) in {str(t) for t in tried}:
+                notes.append(f"{flag} {value} already tried")
+                continue
+            fixes.append(FixStep(f.lever, flag, current, value, _why(f.why, captures)))
+            continue
+        if current is None:
+            base = _fill(f.value, captures, cfg.levers) if f.value is not None else None
+            if base is not None and f.op in ("lower", "halve", "raise"):
+                new = base
+            else:
+                new = None
+            why = _why(f.why, captures)
+            if not known:
+                why += " (current value not in the window: the log starts after launch)"
+            fixes.append(FixStep(f.lever, flag, None, new, why))
+            continue
+        new = lv.step(f.lever, current, f.op, avoid=tried | {current}, bound=bound)
+        if new is None:
+            notes.append(f"{flag} is already at its bound ({current})")
+            continue
+        fixes.append(FixStep(f.lever, flag, current, new, _why(f.why, captures)))
+    return fixes, notes
+
+
+def _tried(lever: str, attempt: Attempt, tl: Timeline) -> set:
+    out = set()
+    for a in tl.attempts:
+        if a.index < attempt.index:
+            v = a.config.levers.get(lever)
+            if v is not None:
+                out.add(v)
+    return out
+
+
+def _when(f: Fix, captures: dict, levers: dict) -> bool:
+    if not f.when:
+        return True
+    for k, v in f.when.items():
+        if k == "captured" and v not in captures:
+            return False
+        if k == "lever_set" and levers.get(v) is None:
+            return False
+        if k == "lever_unset" and levers.get(v) is not None:
+            return False
+    return True
+
+
+def _fill(value, captures: dict, levers: dict):
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        key = value[1:-1]
+        v = captures.get(key, levers.get(key))
+        if v is None:
+            return None
+        try:
+            return int(str(v).replace(",", ""))
+        except ValueError:
+            try:
+                return float(v)
+            except ValueError:
+                return v
+    return value
+
+
+def _why(text: str, captures: dict) -> str:
+    try:
+        return text.format_map(_Safe(captures))
+    except (ValueError, IndexError):
+        return text
+
+
+class _Safe(dict):
+    def __missing__(self, key):
+        return "?"
+
+
+def _truthy(v) -> bool:
+    return v is True or str(v).lower() in ("true", "1", "yes", "disabled", "none")
+
+
+def _render(flag: str, value) -> str:
+    return flag if value is True else f"{flag} {value}"
+
+
+def render_fix(f: FixStep) -> str:
+    if f.to is True:
+        return f"add {f.flag}"
+    if f.to is False:
+        return f"remove {f.flag}"
+    if f.to is None:
+        return f"change {f.flag}"
+    if f.from_ is None:
+        return f"{f.flag} {f.to}"
+    return f"{f.flag} {f.from_} → {f.to}"

@@ -1,0 +1,1 @@
+"""Renderers: Diagnosis/Timeline → text (a person at a terminal), json (scripts), markdown (incident tickets)."""

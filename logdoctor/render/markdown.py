@@ -1,0 +1,42 @@
+"""Markdown for pasting into an incident ticket."""
+from __future__ import annotations
+
+from logdoctor.diagnosis import Diagnosis
+from logdoctor.remedy import render_fix
+from logdoctor.render.text import PHASE_WORDS
+
+
+def render(d: Diagnosis) -> str:
+    lines = []
+    if not d.failed:
+        lines.append(f"### ✅ {d.engine}: no failure\n\n{d.explanation}\n")
+        return "\n".join(lines)
+    lines.append(f"### ❌ {d.engine} failed {PHASE_WORDS.get(d.phase, d.phase)}: `{d.cause}`"
+                 + (f" (confidence {d.confidence:.2f})" if d.cause != "unknown" else ""))
+    lines.append("")
+    meta = [f"**engine** {d.engine} {d.engine_version or ''}".rstrip(), f"**phase** `{d.phase}`"]
+    if d.rank:
+        meta.append(f"**first failing rank** {d.rank}")
+    if d.rule:
+        meta.append(f"**rule** `{d.rule}`")
+    lines.append(" · ".join(meta))
+    lines.append("")
+    if d.evidence:
+        lines.append("**Evidence**")
+        lines.append("")
+        lines.append("```")
+        lines += [f"{e.line:>5}  {e.text}" for e in d.evidence]
+        lines.append("```")
+        lines.append("")
+    lines.append("**Why**")
+    lines.append("")
+    lines.append(d.explanation)
+    lines.append("")
+    lines.append("**Next**")
+    lines.append("")
+    if d.no_flag_change:
+        lines.append("- do not change flags: the config is not what fails here")
+    lines += [f"- `{render_fix(f)}` — {f.why}" for f in d.fixes]
+    lines += [f"- `{a}`" for a in d.actions]
+    lines += [f"- note: {n}" for n in d.notes]
+    return "\n".join(lines) + "\n"

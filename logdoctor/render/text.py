@@ -1,0 +1,86 @@
+"""Text output: verdict, where, evidence with line numbers, why, next. Colour only on a TTY without NO_COLOR."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+from logdoctor.diagnosis import Diagnosis
+from logdoctor.remedy import render_fix
+
+PHASE_WORDS = {"launch": "at launch", "dist_init": "during distributed init", "weight_load": "while loading weights",
+               "kernel_init": "during kernel/backend init", "memory_pool": "while sizing the memory pool",
+               "graph_capture": "during CUDA-graph capture", "warmup": "during warm-up", "serving": "while serving",
+               "unknown": "in an unknown phase"}
+
+
+def use_color(stream) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ \
+        and os.environ.get("TERM") != "dumb"
+
+
+def _c(s: str, code: str, on: bool) -> str:
+    return f"\x1b[{code}m{s}\x1b[0m" if on else s
+
+
+def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "") -> str:
+    out: list[str] = []
+    if not d.failed:
+        out.append(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"))
+        out.append(f"        {d.engine}" + (f" {d.engine_version}" if d.engine_version else "") +
+                   f" · {d.window.get('lines', 0)} lines" +
+                   ("" if d.window.get("start_seen") else " · log starts after launch"))
+    else:
+        where = PHASE_WORDS.get(d.phase, d.phase)
+        if d.cause == "unknown":
+            out.append(_c("FAILED", "31;1", color) + f"  {where}: cause unknown")
+        else:
+            out.append(_c("FAILED", "31;1", color) + f"  {where}: {d.cause} (confidence {d.confidence:.2f})")
+        sub = [d.engine + (f" {d.engine_version}" if d.engine_version else "")]
+        if d.rank:
+            sub.append(f"first failing rank {d.rank}")
+        if d.title:
+            sub.append(d.title)
+        if not d.window.get("start_seen", True):
+            sub.append("log starts after launch: flags unknown (use -n 1000)")
+        if len(d.attempts) > 1:
+            sub.append(f"attempt {len(d.attempts)} of {len(d.attempts)} in this window")
+        out.append("        " + " · ".join(sub))
+    if d.evidence:
+        out.append("")
+        out.append(_c("evidence", "1", color))
+        for e in d.evidence:
+            out.append(f"  {e.line:>5}  {e.text[:160]}")
+    if d.failed and d.explanation:
+        out.append("")
+        out.append(_c("why", "1", color))
+        out += ["   " + l for l in textwrap.wrap(d.explanation, 110)]
+    if d.failed:
+        out.append("")
+        out.append(_c("next", "1", color))
+        if d.no_flag_change:
+            out.append("   do not change flags: the config is not what fails here")
+        for f in d.fixes[:3]:
+            out.append(f"   {render_fix(f):<38} {f.why}")
+        for a in d.actions[:4]:
+            out.append(f"   {a}")
+        for n in d.notes:
+            out.append(f"   note: {n}")
+        if len(d.attempts) > 1:
+            out.append("")
+            out.append(_c("attempts", "1", color))
+            for i, a in enumerate(d.attempts, 1):
+                out.append(f"   {i}. line {a['started_line']:>5}  {a['phase']:<14} {a['cause'] or 'came up'}")
+    if verbose:
+        if d.alternatives:
+            out.append("")
+            out.append("alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives))
+        if d.candidates:
+            out.append("candidates:")
+            for c in d.candidates:
+                out.append(f"   {c['score']:>6.1f}  {c['rule']}  ({c['cause']})")
+        if d.config:
+            out.append("config: " + ", ".join(f"{k}={v}" for k, v in d.config.items()))
+        if timeline_text:
+            out.append("")
+            out.append(timeline_text)
+    return "\n".join(out) + "\n"
