@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install everything the tests need (apt packages too; run as root) into .venv and run the test suite.
+# pytest's exit 5 ("no tests collected") is a failure here, not a success.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+if ! dpkg -s libsystemd-dev systemd-journal-remote pkg-config gcc >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends libsystemd-dev pkg-config gcc systemd-journal-remote >/dev/null
+fi
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/pip install -q -e '.[test]'
+set +e
+.venv/bin/python -m pytest -q "$@"
+rc=$?
+set -e
+if [ "$rc" = 5 ]; then echo "pytest collected no tests: failing" >&2; exit 1; fi
+exit "$rc"
