@@ -92,10 +92,11 @@ class Block:
 
 
 class _Builder:
-    __slots__ = ("block", "state", "fed", "key", "exc_lines", "link")
+    __slots__ = ("block", "state", "fed", "key", "exc_lines", "link", "last")
 
     def __init__(self, block: Block, key, fed: int):
         self.block, self.state, self.fed, self.key, self.exc_lines, self.link = block, "frames", fed, key, 0, None
+        self.last = "start"   # kind of the last line fed: start | file | code | ...
 
     @property
     def sec(self) -> Section:
@@ -129,7 +130,7 @@ def assemble(records: list[Record]) -> list[Block]:
             else:
                 b.block.sections.append(Section(link=b.link))
             b.block.records.append(rec)
-            b.state, b.fed = "frames", tick
+            b.state, b.fed, b.last = "frames", tick, "start"
             continue
         m_abort = _ABORT.search(msg)
         if m_abort:
@@ -152,6 +153,7 @@ def assemble(records: list[Record]) -> list[Block]:
             continue
         _feed(b, rec, msg, open_)
         b.fed = tick
+        b.last = _kind(msg)
     for b in list(open_):
         _close(b, open_)
     return blocks
@@ -226,7 +228,18 @@ def _route(open_: list[_Builder], rec: Record, key, msg: str) -> _Builder | None
             if same_rank:
                 return same_rank[-1]
         return max(cands, key=lambda b: b.fed)
-    return min(cands, key=lambda b: b.fed)
+    # grammar strength: a block that just opened wants a File line; after a File line comes its code line
+    return max(cands, key=lambda b: (_strength(b, kind), -b.fed))
+
+
+def _strength(b: _Builder, kind: str) -> int:
+    if b.state != "frames":
+        return 1
+    if kind == "file":
+        return 2 if b.last in ("start", "code") else 1
+    if kind == "code":
+        return 2 if b.last == "file" else 1
+    return 1
 
 
 def _feed(b: _Builder, rec: Record, msg: str, open_: list[_Builder]) -> None:

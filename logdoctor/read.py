@@ -85,7 +85,10 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None)
         del blank
         return res
     text, bad_bytes = decode(data)
-    res = read_lines(text.split("\n") if text else [], origin, year=year)
+    lines = text.split("\n") if text else []
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line is not an extra empty line
+    res = read_lines(lines, origin, year=year)
     res.stats.bad_bytes = bad_bytes
     if bad_bytes:
         res.warnings.append(f"{origin}: {bad_bytes} invalid UTF-8 bytes replaced with U+FFFD")
@@ -95,8 +98,6 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None)
 def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None = None) -> ReadResult:
     """Text lines (any mixture of formats) → records."""
     lines = list(lines)
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line is not an extra empty line
     year = year or datetime.now().year
     stats = Stats()
     records: list[Record] = []
