@@ -84,20 +84,29 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         return d
     scored = cands
     if classifier is not None:
-        scored = classifier.rerank(tl, a, cands)
+        probs = classifier.proba(tl, a)
+        scored = classifier.rerank(tl, a, cands, rules=rule_set, probs=probs)
+        d.candidates += [{"rule": "classifier", "cause": c, "score": round(p, 3)}
+                         for c, p in sorted(probs.items(), key=lambda kv: -kv[1])[:3]]
     conf = confidence(scored)
     if not scored or conf < MIN_CONFIDENCE:
         _unknown(d, a)
         return d
     win = scored[0]
     d.cause, d.rule, d.title = win.cause, win.rule.id, win.rule.title
+    if a.phase_source == "none" and len(win.rule.phases) >= 1:
+        # no marker and no telling frame: the mechanism the rule recognised says where it happens
+        d.phase = win.rule.phases[0]
+    attempts[-1]["cause"] = win.cause
     d.confidence = conf
     seen = set()
     alts = []
     for c in scored[1:]:
         if c.cause != win.cause and c.cause not in seen:
             seen.add(c.cause)
-            alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, c.rule.confidence * (c.score / max(win.score, 1)) * 0.4)), 2)})
+            alt = c.confidence if c.confidence is not None and c.rule.id == "classifier" else \
+                c.rule.confidence * (c.score / max(win.score, 1)) * 0.4
+            alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, alt)), 2)})
     d.alternatives = alts[:3]
     d.evidence = _evidence(win, a)
     vars_ = _vars(win, a, tl)

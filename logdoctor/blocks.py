@@ -25,6 +25,7 @@ _ABORT = re.compile(r"terminate called after throwing an instance of '(?P<type>[
 _WHAT = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)$")
 _CPP_FRAME = re.compile(r"^(?:frame #\d+:|Exception raised from )")
 MAX_EXC_LINES = 40
+_LONE_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Fault)(?::(?: .*)?)?$")
 
 
 @dataclass(slots=True)
@@ -142,9 +143,25 @@ def assemble(records: list[Record]) -> list[Block]:
             open_.append(b)
             blocks.append(blk)
             continue
-        if not open_:
-            continue
-        b = _route(open_, rec, key, msg)
+        b = _route(open_, rec, key, msg) if open_ else None
+        if b is None and not _has_open(open_, rec, key):
+            kind = _kind(msg)
+            if kind == "file":
+                # an excerpt that starts inside a traceback: a headless block, fed from this frame on
+                blk = Block(kind="traceback", header="", rank=rec.rank, proc=rec.proc)
+                blk.sections.append(Section())
+                b = _Builder(blk, key, tick)
+                open_.append(b)
+                blocks.append(blk)
+            elif kind == "text" and _LONE_EXC.match(msg):
+                # a lone "SomeError: message" line (a pasted last line, a logged exception): a one-line block
+                m = _EXC.match(msg.strip())
+                blk = Block(kind="traceback", rank=rec.rank, proc=rec.proc, complete=True)
+                blk.sections.append(Section(exc_type=m.group("type"), exc_msg=(m.group("msg") or "").strip(),
+                                            exc_line=rec.line))
+                blk.records.append(rec)
+                blocks.append(blk)
+                continue
         if b is None:
             # a new prefixed line of a writer ends that writer's open message
             if rec.prefix_engine is not None:
@@ -157,6 +174,14 @@ def assemble(records: list[Record]) -> list[Block]:
     for b in list(open_):
         _close(b, open_)
     return blocks
+
+
+def _has_open(open_: list[_Builder], rec: Record, key) -> bool:
+    """Does this writer have a block in progress (so an unroutable line is noise, not a new structure)?"""
+    if rec.prefix_engine is not None:
+        return any(b.key == key and b.state == "frames" for b in open_)
+    return any((b.key[0], b.key[1]) == (rec.host, rec.extra.get("tag_pid") or rec.pid) and b.state == "frames"
+               for b in open_)
 
 
 def _bare(rec: Record) -> bool:

@@ -153,6 +153,8 @@ def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None
         if outer is None:
             outer = container.parse_timestamped(line)
         if outer is None:
+            outer = container.parse_generic_timestamp(line)
+        if outer is None:
             outer = Outer(fmt="raw", msg=line)
         rec = _record(outer, outer.msg, i, inherit=prev_rec)
         _emit(records, stats, rec, skipped=not rec.msg.strip())

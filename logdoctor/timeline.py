@@ -26,13 +26,27 @@ _TABLES = {"sglang": (sglang.MARKERS, sglang.DEATHS), "vllm": (vllm.MARKERS, vll
 # searched from the innermost frame outwards
 FRAME_PHASES: tuple[tuple[str, str], ...] = (
     (r"^(capture|capture_one_batch_size|capture_model|_capture_cudagraphs|capture_graph|init_cuda_graphs|_capture|cuda_graph_capture|init_device_graphs)$", "graph_capture"),
-    (r"^(_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model|warmup|_warmup|_execute_warmup|warm_up_model)$", "warmup"),
-    (r"^(init_memory_pool|profile_max_num_token|profile_run|determine_available_memory|_initialize_kv_caches|initialize_kv_cache|init_cache_engine|_init_cache|determine_num_available_blocks|allocate_kv_cache|_allocate_kv_cache_tensors|get_kv_cache_spec|handle_max_mamba_cache|configure_kv_cache|init_kv_cache)$", "memory_pool"),
+    (r"^(_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model|warmup|_warmup|_execute_warmup|warm_up_model|profile_run|_dummy_run|dummy_run)$", "warmup"),
+    (r"^(init_memory_pool|profile_max_num_token|determine_available_memory|_initialize_kv_caches|initialize_kv_cache|init_cache_engine|_init_cache|determine_num_available_blocks|allocate_kv_cache|_allocate_kv_cache_tensors|get_kv_cache_spec|handle_max_mamba_cache|configure_kv_cache|init_kv_cache)$", "memory_pool"),
     (r"^(init_attention_backend|init_cublas|init_flashinfer|_init_attention|get_attn_backend|init_threads_binding)$", "kernel_init"),
-    (r"^(load_model|load_weights|_load_weights|load_state_dict|get_model|_get_weights_iterator|safetensors_weights_iterator|initialize_model|_initialize_model|download_weights|_prepare_weights)$", "weight_load"),
-    (r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_device)$", "dist_init"),
+    (r"^(load_model|load_weights|_load_weights|load_state_dict|get_model|create_weights|init_model|_init_model|load_weights_and_postprocess|_get_weights_iterator|safetensors_weights_iterator|initialize_model|_initialize_model|download_weights|_prepare_weights)$", "weight_load"),
+    (r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_worker_distributed_environment)$", "dist_init"),
     (r"^(parse_args|check_server_args|__post_init__|create_engine_config|from_cli_args|_verify_args|verify_with_parallel_config|_check_and_set_config)$", "launch"),
+    (r"^(event_loop_normal|event_loop_overlap|run_batch|forward_batch_generation|process_batch_result|exposed_step|forward_step|forward_fill_batch|prepare_for_extend|prepare_for_decode|run_busy_loop|_process_engine_step|step_with_batch_queue|handle_generate_request|generate_request)$", "serving"),
+    (r"^(<module>|_run_module_as_main|_run_code)$", "launch"),
 )
+# the error itself → the phase it belongs to, for excerpts with neither markers nor telling frames
+ERROR_PHASES: tuple[tuple[str, str], ...] = (
+    (r"Capture cuda graph failed|stream is capturing|CUDA graph capture|cudagraph", "graph_capture"),
+    (r"could not be created: KV cache|KV cache (?:size|memory|blocks?)\b|Not enough memory\. Please try to increase --mem-fraction-static|No available memory for the cache blocks|"
+     r"KV cache is needed|Not enough space for mamba|Cannot auto-fit max_model_len", "memory_pool"),
+    (r"NCCL|nccl|ProcessGroup|gloo|init_process_group|TCPStore|c10d|rendezvous|EADDRINUSE|Address already in use|"
+     r"custom.?all.?reduce", "dist_init"),
+    (r"no kernel image|undefined symbol|ImportError|ModuleNotFoundError|cannot open shared object|"
+     r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+", "launch"),
+    (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
+)
+_ERROR_RX = tuple((re.compile(p), ph) for p, ph in ERROR_PHASES)
 _FRAME_RX = tuple((re.compile(p), ph) for p, ph in FRAME_PHASES)
 
 _SD_STARTED = re.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
@@ -42,6 +56,7 @@ _SD_RESTART = re.compile(r"Scheduled restart job, restart counter is at (?P<n>\d
 _SD_TIMEOUT = re.compile(r"start operation timed out|State '[\w-]+' timed out|start-post operation timed out")
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
 _KOOM = re.compile(r"Out of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
+_SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
 _FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
 
 
@@ -133,7 +148,8 @@ class Timeline:
 
 def build(records: list[Record], engine: str = "auto") -> Timeline:
     eng, version = engine_detect.detect(records, engine)
-    tables = _TABLES.get(eng, ((), ()))
+    # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
+    tables = _TABLES.get(eng) or (sglang.MARKERS + vllm.MARKERS, sglang.DEATHS + vllm.DEATHS)
     chunks = _split_attempts(records, tables[0])
     attempts = [_attempt(i, chunk, eng, version, tables) for i, chunk in enumerate(chunks)]
     if not attempts:
@@ -325,6 +341,17 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.ready = bool(ready_line)
+    # ERROR lines outside tracebacks: fatal before the service came up; after it, only when a shutdown follows
+    in_blocks = {r.line for b in a.blocks for r in b.records}
+    err_lines = [r.line for r in a.records if r.transport == SERVICE and r.level in ("ERROR", "CRITICAL")
+                 and r.line not in in_blocks and r.msg.strip()]
+    if ready_line:
+        shut = [r.line for r in a.records if r.transport == SERVICE and _SHUTDOWN.search(r.msg) and r.line > ready_line]
+        err_fatal = [l for l in err_lines if l > ready_line and any(s > l for s in shut)]
+    else:
+        err_fatal = err_lines
+    deaths = deaths + [Event(l, "death", "error_line") for l in err_fatal[:1]]
+    deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line))
     if ready_line and not (after_ready or deaths_after or sd_fail):
         a.failed = False
@@ -348,14 +375,20 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         a.phase_source = "markers" if phase else "none"
         return
     # phase at the first fatal line, of the failing rank when it has markers of its own
-    at = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
+    at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
     first_block = min(after_ready, key=lambda b: b.first_line) if after_ready else None
-    fp = None
-    for b in sorted(after_ready, key=lambda b: b.first_line):
+    fp, from_frames = None, False
+    # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
+    frag = [b for b in a.blocks if b not in after_ready and (not ready_line or b.first_line > ready_line)]
+    for b in sorted(after_ready, key=lambda b: b.first_line) + frag:
         fp = frames_phase(b)
         if fp:
+            from_frames = True
             break
-    if at is None or (at == "launch" and fp):
+    if fp is None:
+        fp = _error_phase(after_ready, a)
+    if at is None or (at == "launch" and fp) or (implied and from_frames and fp != at):
+        # markers say nothing, or only guessed the next phase: the frames know where it was
         a.phase, a.phase_source = (fp, "frames") if fp else ("launch" if a.start_seen else "unknown", "none")
     else:
         a.phase, a.phase_source = at, "markers"
@@ -364,14 +397,30 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     del first_block
 
 
-def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> str | None:
-    """Replay the marker events up to `line` (for `rank` if it has markers; else for the attempt)."""
+def _error_phase(blocks: list[Block], a: Attempt) -> str | None:
+    texts = [f"{s.exc_type}: {s.exc_msg}" for b in blocks for s in b.sections]
+    texts += [r.msg for r in a.records if r.transport == SERVICE and r.level in ("ERROR", "CRITICAL")]
+    if a.fatal_line:  # the few lines after the first fatal one often finish its message (TRT-LLM, C++ aborts)
+        texts += [r.msg for r in a.records if a.fatal_line <= r.line <= a.fatal_line + 10]
+    for rx, ph in _ERROR_RX:
+        if any(rx.search(t) for t in texts):
+            return ph
+    return None
+
+
+_WORKER_RANK = re.compile(r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$|^Worker_|^VllmWorker")
+
+
+def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str | None, bool]:
+    """Replay the marker events up to `line` (for `rank` if it is a worker rank with markers of its own; else for
+    the whole attempt). Returns (phase, implied): implied when the phase was only inferred from the end of the
+    previous one (an end marker's `then`), not seen begin."""
     evs = [e for e in a.events if e.kind == "marker" and e.line <= line]
-    if rank and any(e.rank == rank for e in evs):
+    if rank and _WORKER_RANK.match(rank) and any(e.rank == rank for e in evs):
         own = [e for e in evs if e.rank == rank]
         # rank-0-only lines (no rank tag) still move everyone along
         evs = sorted(own + [e for e in evs if e.rank == "main"], key=lambda e: e.line)
-    phase = None
+    phase, implied = None, False
     for e in evs:
         m = next((m for m in marker_tab if m.name == e.name), None)
         if m is None:
@@ -384,8 +433,8 @@ def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> str | None
             nxt = m.phase
         if phase is None or m.edge in ("end", "ready") or PHASE_INDEX[nxt] >= PHASE_INDEX.get(phase, 0) or m.edge == "begin":
             if not (m.phase == "launch" and phase is not None):
-                phase = nxt
-    return phase
+                phase, implied = nxt, (m.edge == "end" and bool(m.then))
+    return phase, implied
 
 
 def _systemd_event(r: Record) -> Event | None:

@@ -41,7 +41,7 @@ _TGI = re.compile(
     r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?")
 _LMD = re.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
-_TRT = re.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?:\[(?P<rank>RANK \d+)\])? ?"
+_TRT = re.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?: ?\[(?P<rank>RANK \d+)\])? ?"
                   r"(?:\[(?P<level>[A-Z]+|[IWEDV])\] ?)?")
 _UVI = re.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+")
 _PYLOG = re.compile(r"^(?P<level>WARNING|ERROR|CRITICAL|INFO|DEBUG):(?P<name>[\w.]+):")

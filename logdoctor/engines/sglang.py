@@ -5,7 +5,7 @@ from logdoctor.engines.markers import Marker
 
 NAME = "sglang"
 # strings that identify SGLang output even without its line prefix (traceback paths, launcher names)
-SIGNATURES = ("sglang.launch_server", "/sglang/srt/", "sglang/srt/", "server_args=ServerArgs(", "sglang is using nccl",
+SIGNATURES = ("sglang.launch_server", "sglang serve ", "/sglang/srt/", "sglang/srt/", "server_args=ServerArgs(", "sglang is using nccl",
               "The server is fired up and ready to roll", "Scheduler hit an exception")
 
 MARKERS: tuple[Marker, ...] = (
@@ -42,6 +42,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("draft_graph", r"^Capture draft (?:extend )?cuda graph (?:begin|end)\.", "graph_capture", keyword="Capture draft"),
     Marker("piecewise", r"^Capture (?:piecewise CUDA graph|(?:target|draft) prefill CUDA graph) (?:begin|end)\.", "graph_capture",
            keyword="Capture "),
+    Marker("capture_bar", r"^Capturing batches \(bs=(?P<capture_bs>\d+) avail_mem=(?P<avail_mem_gb>[\d.]+) GB\)", "graph_capture", "begin",
+           keyword="Capturing batches"),
     Marker("graph_generic", r"^Capture .*[Gg]raph begin", "graph_capture", "begin", keyword="raph begin"),
     Marker("graph_disabled", r"^Disable (?:piecewise|prefill) CUDA graph because|Disable DFLASH draft cuda graph because", "graph_capture",
            keyword="Disable "),

@@ -65,5 +65,9 @@ DEATHS: tuple[Marker, ...] = (
     Marker("worker_failed", r"WorkerProc (?:failed to start|hit an exception|failed)", "launch", "death", keyword="WorkerProc"),
     Marker("core_died", r"Engine core process (?P<proc_name>\S+) died unexpectedly|Process (?P<proc_name2>\S+) \(PID: \d+\) died with exit code (?P<exit_code>-?\d+)",
            "launch", "death", keyword="died"),
+    Marker("ray_actor_died", r"The actor is dead because its worker process has died|RayActorError|ActorDiedError|"
+           r"The actor died unexpectedly", "launch", "death", keyword="ctor"),
+    Marker("config_validation", r"^\d+ validation errors? for \w*Config|^\s*Value error, ", "launch", "death",
+           keyword="alue error"),
     Marker("engine_dead", r"EngineDeadError", "launch", "death", keyword="EngineDeadError"),
 )

@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 from logdoctor.formats import Outer
 
 _TS = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$")
+_GENERIC = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$")
+_TGI_NATIVE = re.compile(r"^ ?(?:TRACE|DEBUG|INFO|WARN|ERROR) [a-z_][\w:\-]*(?:\{[^}]*\})?: ")
 _COMPOSE = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
 
 
@@ -15,9 +17,24 @@ def parse_timestamped(line: str) -> Outer | None:
     if not line[:1].isdigit():
         return None
     m = _TS.match(line)
-    if not m:
-        return None
+    if not m or _TGI_NATIVE.match(m.group("msg")):
+        return None  # TGI's own "2024-..Z  INFO target: msg" lines keep their prefix for the engine splitter
     return Outer(fmt="docker-timestamps", msg=m.group("msg"), ts=_ts(m), msg_col=m.start("msg"))
+
+
+def parse_generic_timestamp(line: str) -> Outer | None:
+    """A log shipper's "2025-03-14 09:00:00 <line>" prefix. lmdeploy's own "ts - name - LEVEL -" lines and SGLang's
+    bracketed prefix are engine prefixes, left alone."""
+    if not line[:1].isdigit():
+        return None
+    m = _GENERIC.match(line)
+    if not m or m.group("msg").startswith("- ") or _TGI_NATIVE.match(m.group("msg")):
+        return None
+    try:
+        ts = datetime.fromisoformat(m.group("ts").replace(" ", "T"))
+    except ValueError:
+        ts = None
+    return Outer(fmt="timestamped", msg=m.group("msg"), ts=ts, msg_col=m.start("msg"))
 
 
 def parse_compose(line: str) -> Outer | None:
