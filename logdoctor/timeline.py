@@ -125,7 +125,8 @@ class Attempt:
     def completed_by_all(self) -> str | None:
         """The last phase every rank completed (None when a rank completed none)."""
         done = []
-        for r in self.ranks.values():
+        workers = [r for r in self.ranks.values() if _WORKER_RANK.match(r.rank)]
+        for r in workers or list(self.ranks.values()):
             c = [PHASE_INDEX[p.phase] for p in r.phases if p.completed]
             done.append(max(c) if c else -1)
         if not done or min(done) < 0:
