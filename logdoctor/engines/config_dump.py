@@ -312,6 +312,9 @@ def parse_server_args(text: str) -> ConfigDump:
     """SGLang ``server_args=ServerArgs(...)`` (classic repr) or ``server_args={...}`` (0.5.23 dict form)."""
     i = text.find("ServerArgs(")
     j = text.find("server_args=")
+    if i >= 0 and text[i + len("ServerArgs("):].lstrip().startswith("{"):
+        # ServerArgs({...}): some builds wrap the resolved dict in the class name
+        return _run(_DICT_G, text[text.index("{", i):], "dict")
     if i >= 0 and (j < 0 or i <= j + len("server_args=")):
         return _run(_REPR_G, text[i:], "serverargs-repr")
     if j >= 0:
