@@ -147,7 +147,30 @@ class Timeline:
         return self.attempts[-1]
 
 
+def select_unit(records: list[Record]) -> tuple[list[Record], str | None]:
+    """A whole journal (no --unit) mixes services: keep the one that looks like an inference engine, plus the
+    kernel, journalctl's separators and systemd's lines about that unit."""
+    votes: dict[str, int] = {}
+    for r in records:
+        if r.transport == SERVICE and r.unit:
+            votes[r.unit] = votes.get(r.unit, 0) + (2 if r.prefix_engine else 0) + 1
+    if len(votes) < 2:
+        return records, None
+    unit = max(votes, key=lambda u: votes[u])
+    base = unit.removesuffix(".service")
+
+    def keep(r: Record) -> bool:
+        if r.transport == SERVICE:
+            return r.unit in (unit, None)
+        if r.transport == SYSTEMD:
+            return r.unit == unit or base in r.msg
+        return True
+
+    return [r for r in records if keep(r)], unit
+
+
 def build(records: list[Record], engine: str = "auto") -> Timeline:
+    records, _unit = select_unit(records)
     eng, version = engine_detect.detect(records, engine)
     # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
     tables = _TABLES.get(eng) or (sglang.MARKERS + vllm.MARKERS, sglang.DEATHS + vllm.DEATHS)
@@ -174,7 +197,10 @@ def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
         cur = chunks[-1]
         new = False
         if r.transport == SYSTEMD:
-            if _SD_STARTED.match(r.msg) and any(x.transport == SERVICE for x in cur):
+            units = {x.unit for x in cur if x.transport == SERVICE and x.unit}
+            started = _SD_STARTED.match(r.msg)
+            same_unit = not units or r.unit in units or any(u.removesuffix(".service") in r.msg for u in units)
+            if started and same_unit and any(x.transport == SERVICE for x in cur):
                 new = True
             if _SD_EXIT.search(r.msg) or _SD_RESTART.search(r.msg):
                 exited = True
@@ -203,7 +229,11 @@ def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
                     seen_progress = True
             if r.pid is not None and last_pid is None:
                 last_pid = r.pid
-    return [c for c in chunks if c] or [[]]
+    # a trailing chunk with no line of the service itself (another unit's "Started") is not an attempt
+    out = [c for c in chunks if c]
+    while len(out) > 1 and not any(r.transport == SERVICE for r in out[-1]):
+        out[-2].extend(out.pop())
+    return out or [[]]
 
 
 def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables) -> Attempt:

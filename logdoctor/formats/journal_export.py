@@ -50,12 +50,14 @@ def parse_export(data: bytes) -> tuple[list[ExportEntry], list[tuple[int, str]]]
         # binary field: KEY\n <u64 length> <bytes> \n
         key = raw.decode("ascii", "replace")
         if nl + 9 > n:
-            bad.append((line_no, "truncated binary field"))
+            bad.append((start, f"entry cut inside binary field {key!r} (truncated export)"))
+            cur = {}
             break
         (length,) = struct.unpack("<Q", data[nl + 1:nl + 9])
         vstart = nl + 9
         if length > n - vstart:
-            bad.append((line_no, f"binary field {key!r} claims {length} bytes; input truncated"))
+            bad.append((start, f"entry cut inside binary field {key!r}: it claims {length} bytes (truncated export)"))
+            cur = {}
             break
         value = data[vstart:vstart + length]
         cur[key] = value.decode("utf-8", "replace")
