@@ -14,6 +14,7 @@ class FixStep:
     from_: object
     to: object
     why: str
+    text: str = ""          # the change as a person types it: "--mem-fraction-static 0.92", "remove --enable-torch-compile"
 
     def to_dict(self) -> dict:
         return {"lever": self.lever, "flag": self.flag, "from": self.from_, "to": self.to, "why": self.why}

@@ -17,7 +17,7 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
     cfg = attempt.config
     known = cfg.known
     for f in rule.fixes:
-        if not _when(f, captures, cfg.levers):
+        if not _when(f, captures, cfg.levers, engine):
             continue
         flag = lv.flag_for(f.lever, engine, version, cfg.raw) if engine in ("sglang", "vllm") else \
             lv.flag_for(f.lever, engine, version, cfg.raw)
@@ -34,8 +34,8 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
             if any(_truthy(t) == want for t in tried if t is not None):
                 notes.append(f"{_render(flag, want)} already tried in an earlier attempt")
                 continue
-            fixes.append(FixStep(f.lever, flag, current if current is not None else (None if not known else (not want)),
-                                 want, _why(f.why, captures)))
+            fixes.append(_step(f.lever, flag, current if current is not None else (None if not known else (not want)),
+                               want, _why(f.why, captures), engine, version, cfg.raw))
             continue
         if f.op == "set":
             value = _fill(f.value, captures, cfg.levers)
@@ -47,7 +47,7 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
             if str(value) in {str(t) for t in tried}:
                 notes.append(f"{flag} {value} already tried")
                 continue
-            fixes.append(FixStep(f.lever, flag, current, value, _why(f.why, captures)))
+            fixes.append(_step(f.lever, flag, current, value, _why(f.why, captures), engine, version, cfg.raw))
             continue
         if current is None:
             base = _fill(f.value, captures, cfg.levers) if f.value is not None else None
@@ -58,14 +58,26 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
             why = _why(f.why, captures)
             if not known:
                 why += " (current value not in the window: the log starts after launch)"
-            fixes.append(FixStep(f.lever, flag, None, new, why))
+            fixes.append(_step(f.lever, flag, None, new, why, engine, version, cfg.raw))
             continue
         new = lv.step(f.lever, current, f.op, avoid=tried | {current}, bound=bound)
         if new is None:
             notes.append(f"{flag} is already at its bound ({current})")
             continue
-        fixes.append(FixStep(f.lever, flag, current, new, _why(f.why, captures)))
+        fixes.append(_step(f.lever, flag, current, new, _why(f.why, captures), engine, version, cfg.raw))
     return fixes, notes
+
+
+def _step(lever, flag, from_, to, why, engine, version, raw) -> FixStep:
+    """A FixStep with its typed form: the engine's own tokens for the new value (levers.render)."""
+    text = ""
+    if to is not None:
+        tokens = lv.render(lever, engine, to, version=version, config=raw)
+        if tokens == []:
+            text = f"remove {flag}"
+        elif tokens:
+            text = " ".join(tokens)
+    return FixStep(lever, flag, from_, to, why, text)
 
 
 def _tried(lever: str, attempt: Attempt, tl: Timeline) -> set:
@@ -78,10 +90,12 @@ def _tried(lever: str, attempt: Attempt, tl: Timeline) -> set:
     return out
 
 
-def _when(f: Fix, captures: dict, levers: dict) -> bool:
+def _when(f: Fix, captures: dict, levers: dict, engine: str | None = None) -> bool:
     if not f.when:
         return True
     for k, v in f.when.items():
+        if k == "engine" and engine not in (v if isinstance(v, list) else [v]):
+            return False   # engine-specific values, e.g. attention_backend triton (SGLang) / TRITON_ATTN (vLLM)
         if k == "captured" and v not in captures:
             return False
         if k == "lever_set" and levers.get(v) is None:
@@ -124,10 +138,18 @@ def _truthy(v) -> bool:
 
 
 def _render(flag: str, value) -> str:
-    return flag if value is True else f"{flag} {value}"
+    return flag if value is True else f"{flag} (off)" if value is False else f"{flag} {value}"
 
 
 def render_fix(f: FixStep) -> str:
+    if f.text.startswith("remove "):
+        return f.text
+    if f.to is True:
+        return f"add {f.text or f.flag}"
+    if f.text and f.from_ is not None and f.text.startswith(f.flag + " "):
+        return f"{f.flag} {f.from_} → {f.text[len(f.flag):].strip()}"
+    if f.text:
+        return f.text
     if f.to is True:
         return f"add {f.flag}"
     if f.to is False:
