@@ -1,0 +1,1 @@
+"""Developer tools for logdoctor (not part of the installed package)."""
