@@ -283,8 +283,12 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
             elif m.phase != "launch" or phase is None:
                 phase = m.phase if phase is None or m.edge in ("begin", "point") else phase
             for k, v in vals.items():
+                if k in m.sums and isinstance(v, float) and isinstance(view.readings.get(k), float):
+                    v = view.readings[k] + v
+                if k == "free_before_load_gb" and k in view.readings:
+                    continue  # the first reading is the GPU before any weights (a draft model loads later)
                 view.readings[k] = v
-                readings[k] = v
+                readings[k] = max(v, readings[k]) if k in m.sums and isinstance(readings.get(k), float) else v
             events.append(Event(r.line, "marker", m.name, m.phase, rk, body, vals, r.ts))
             continue
         dh = mk.match(death_tab, body) if death_tab else None
@@ -300,11 +304,23 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
         if v.phases:
             v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
     config = extract_config(recs, engine, version)
+    _derive(readings, config.levers)
     a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,
                 records=recs, blocks=blocks, events=events, ranks=ranks, config=config, systemd=sd, kernel=kernel,
                 readings=readings, start_seen=start_seen)
     _decide(a, phase, ready_line, death_lines, marker_tab, engine)
     return a
+
+
+def _derive(readings: dict, levers: dict) -> None:
+    """Readings a rule can reason with: the share of the GPU the weights take, and what the static budget leaves
+    for the pools after them (SGLang sizes the pool as mem_fraction_static x total − weights)."""
+    w, total, frac = readings.get("weights_gb"), readings.get("free_before_load_gb"), levers.get("mem_fraction")
+    if isinstance(w, float) and isinstance(total, float) and total > 0:
+        readings["weights_share"] = round(w / total, 3)
+        if isinstance(frac, (int, float)):
+            readings["static_left"] = round(float(frac) - w / total, 3)
+            readings["static_left_gb"] = round(float(frac) * total - w, 2)
 
 
 def _after(phase: str, marker_tab) -> str:

@@ -22,6 +22,7 @@ class Marker:
     then: str | None = None    # for edge=end: the phase that starts after it
     keyword: str = ""          # cheap substring that must be present before the regex runs
     rank0_only: bool = False
+    sums: tuple[str, ...] = ()  # readings that add up per rank when the marker repeats (target + draft weights)
     regex: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
