@@ -261,7 +261,9 @@ def _truthy(v) -> bool:
 
 
 def leaf_xid(val, ctx, compiled, scope):
-    codes = ctx.attempt.kernel + [e for a in ctx.timeline.attempts for e in a.kernel if a is not ctx.attempt]
+    # this attempt's kernel lines and earlier ones (a GPU that died before is still dead), never later ones
+    codes = ctx.attempt.kernel + [e for a in ctx.timeline.attempts for e in a.kernel
+                                  if a is not ctx.attempt and e.line <= ctx.attempt.end_line]
     if isinstance(val, str):
         want = XID_HARDWARE if val == "hardware" else XID_APP if val == "app" else set()
     else:
@@ -297,16 +299,27 @@ def leaf_exit_code(val, ctx, compiled, scope):
         if code is not None and int(float(code)) in want:
             return Hit([(e.line, e.text)], captures={"exit_code": int(float(code))})
     sd = ctx.attempt.systemd
+    # an engine death line that names its own exit code (e.g. -6 from an abort) outranks systemd's verdict on the
+    # main process: SGLang's launcher SIGKILLs its own tree after "Received sigquit", so status=9/KILL follows any
+    # child failure
+    if any(e.kind == "death" and e.values.get("exit_code") is not None for e in ctx.attempt.events):
+        return None
     if sd.get("code") == "killed" and sd.get("status") and -int(sd["status"]) in want:
         ev = [(e.line, e.text) for e in ctx.attempt.events if e.kind == "systemd" and e.name == "exit"]
         return Hit(ev[:1], captures={"exit_code": -int(sd["status"])})
     return None
 
 
+# front-end processes that only echo a worker's error (vLLM's APIServer / EngineCore with TP>1, the launcher)
+_FRONT_END = re.compile(r"^(?:main|APIServer\w*|EngineCore\w*|LLMEngine\w*|Engine\w*)$")
+
+
 def leaf_ranks_failed(val, ctx, compiled, scope):
     ranks = ctx.attempt.ranks
-    died = [r for r in ranks.values() if r.died]
-    real = [r for r in ranks.values() if r.rank != "main"]
+    real = [r for r in ranks.values() if not _FRONT_END.match(r.rank)]
+    if len(real) < 2:   # a single worker (vLLM TP=1 runs the model in EngineCore): count every process
+        real = [r for r in ranks.values() if r.rank != "main"]
+    died = [r for r in real if r.died]
     if val.get("alone"):
         if len(died) != 1 or len(real) < 2:
             return None
@@ -367,11 +380,25 @@ def leaf_env(val, ctx, compiled, scope):
     return Hit()
 
 
+def leaf_reading(val, ctx, compiled, scope):
+    """A timeline reading compared with a number: {name: static_left, lt: 0.05} (absent reading → no match)."""
+    cur = ctx.attempt.readings.get(val.get("name"))
+    if not isinstance(cur, (int, float)):
+        return None
+    for op, ref in val.items():
+        if op == "name":
+            continue
+        ok = {"lt": cur < ref, "lte": cur <= ref, "gt": cur > ref, "gte": cur >= ref}.get(op)
+        if not ok:
+            return None
+    return Hit(captures={val["name"]: cur})
+
+
 _LEAF = {
     "message": leaf_message, "error": leaf_error, "inner": leaf_inner, "wrapper": leaf_wrapper,
     "exception": leaf_exception, "frame": leaf_frame, "file": leaf_file, "phase": leaf_phase,
     "phase_reached": leaf_phase_reached, "phase_not_reached": leaf_phase_not_reached, "flag": leaf_flag,
     "xid": leaf_xid, "kernel": leaf_kernel, "systemd": leaf_systemd, "exit_code": leaf_exit_code,
     "ranks_failed": leaf_ranks_failed, "attempts": leaf_attempts, "death": leaf_death, "engine": leaf_engine,
-    "level": leaf_level, "hint": leaf_hint, "env": leaf_env,
+    "level": leaf_level, "hint": leaf_hint, "env": leaf_env, "reading": leaf_reading,
 }
