@@ -279,7 +279,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
                 phase = m.then
             elif m.edge == "ready":
                 phase = "serving"
-                ready_line = r.line
+                ready_line = ready_line or r.line
             elif m.phase != "launch" or phase is None:
                 phase = m.phase if phase is None or m.edge in ("begin", "point") else phase
             for k, v in vals.items():
@@ -358,13 +358,14 @@ def _advance(view: RankView, m: mk.Marker, r: Record) -> None:
 
 
 def frames_phase(block: Block | None) -> str | None:
+    """The phase the stack was in: FRAME_PHASES in order, over every frame (capture beats the _dummy_run it calls;
+    a profile run beats the memory sizing that calls it)."""
     if block is None:
         return None
-    for sec in block.sections:
-        for fr in reversed(sec.frames):
-            for rx, ph in _FRAME_RX:
-                if rx.match(fr.func):
-                    return ph
+    funcs = [fr.func for sec in block.sections for fr in sec.frames]
+    for rx, ph in _FRAME_RX:
+        if any(rx.match(f) for f in funcs):
+            return ph
     return None
 
 

@@ -20,7 +20,7 @@ class Marker:
     phase: str                 # the phase this line belongs to
     edge: str = "point"        # begin | end | point | ready | config | version | death
     then: str | None = None    # for edge=end: the phase that starts after it
-    keyword: str = ""          # cheap substring that must be present before the regex runs
+    keyword: str = ""          # cheap substring(s), "a|b", one of which must be present before the regex runs
     rank0_only: bool = False
     sums: tuple[str, ...] = ()  # readings that add up per rank when the marker repeats (target + draft weights)
     regex: re.Pattern = field(init=False, repr=False, compare=False)
@@ -34,7 +34,7 @@ class Marker:
 def match(markers: tuple[Marker, ...], body: str):
     """First marker matching body → (marker, readings), else None."""
     for m in markers:
-        if m.keyword and m.keyword not in body:
+        if m.keyword and not any(k in body for k in m.keyword.split("|")):
             continue
         mo = m.regex.search(body)
         if mo:

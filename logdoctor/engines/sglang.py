@@ -55,6 +55,7 @@ MARKERS: tuple[Marker, ...] = (
            "warmup", "point", keyword="max_total_num_tokens="),
     Marker("uvicorn", r"Uvicorn running on (?P<url>\S+)", "warmup", keyword="Uvicorn running"),
     Marker("ready", r"The server is fired up and ready to roll", "serving", "ready", keyword="fired up"),
+    # (no "serving" evidence from batch/HTTP lines: SGLang's own warm-up request prints both before it is ready)
 )
 
 # lines that say the engine (or a child) is going down; the cause is usually above them
@@ -67,6 +68,7 @@ DEATHS: tuple[Marker, ...] = (
     Marker("init_failed", r"Initialization failed\.(?: warmup error: (?P<warmup_error>.*))?", "launch", "death", keyword="Initialization failed"),
     Marker("subprocess_crashed", r"Subprocess (?P<subprocess>\S+) \(pid=\d+\) crashed with exit code (?P<exit_code>-?\d+)", "launch", "death",
            keyword="crashed with exit code"),
+    Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
     Marker("watchdog", r"(?P<watchdog>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<watchdog_timeout>[\d.]+)", "launch", "death",
            keyword="watchdog timeout"),
 )

@@ -33,8 +33,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("dynamo", r"Dynamo bytecode transform time: (?P<dynamo_s>[\d.]+) s", "graph_capture", keyword="Dynamo"),
     Marker("compile_range", r"Compiling a graph for (?:compile range|dynamic shape|shape)|Directly load the compiled graph", "graph_capture",
            keyword="graph"),
-    Marker("compile_total", r"torch\.compile took (?P<compile_s>[\d.]+) s in total", "graph_capture", "end", then="memory_pool",
-           keyword="torch.compile took"),
+    Marker("compile_total", r"torch\.compile (?:took|takes) (?P<compile_s>[\d.]+) s in total", "graph_capture", "end", then="memory_pool",
+           keyword="torch.compile t"),
     Marker("graph_mem_profile", r"CUDA graph memory profiling is enabled|Estimated CUDA graph memory: (?P<est_graph_gib>[\d.]+) GiB", "memory_pool",
            keyword="CUDA graph memory"),
     Marker("mem_profile", r"Memory profiling takes (?P<profile_s>[\d.]+) seconds", "memory_pool", keyword="Memory profiling"),
@@ -44,15 +44,19 @@ MARKERS: tuple[Marker, ...] = (
     Marker("num_blocks", r"# (?:GPU|cuda) blocks: (?P<gpu_blocks>\d+)", "memory_pool", "end", then="graph_capture", keyword="blocks:"),
     Marker("max_concurrency", r"Maximum concurrency for (?P<tokens_per_req>[\d,]+) tokens per request: (?P<max_concurrency>[\d.]+)x",
            "memory_pool", keyword="Maximum concurrency"),
-    Marker("capture_bar", r"Capturing CUDA graphs? \(|Capturing cudagraphs|Capturing the model for CUDA graphs", "graph_capture", "begin",
+    Marker("capture_bar", r"Capturing CUDA graphs?\b|Capturing cudagraphs|Capturing the model for CUDA graphs", "graph_capture", "begin",
            keyword="Captur"),
     Marker("capture_done", r"Graph capturing finished in (?P<capture_s>\d+) secs?, took (?P<graph_gib>[\d.]+) GiB", "graph_capture", "end",
            then="warmup", keyword="Graph capturing finished"),
     Marker("init_engine", r"init engine \(profile, create kv cache, warmup model\) took (?P<init_s>[\d.]+) s", "warmup", "end", then="serving",
            keyword="init engine"),
+    Marker("swap_alloc", r"Allocating CPU swap space for the KV cache", "memory_pool", "begin", keyword="swap space"),
     Marker("api_start", r"Starting vLLM (?:API )?server|Available routes are|Supported tasks:", "serving", keyword="vLLM"),
     Marker("routes", r"^Route: /", "serving", keyword="Route:"),
     Marker("ready", r"Application startup complete\.", "serving", "ready", keyword="startup complete"),
+    # a window cut after start-up still shows that the engine serves: request logs and throughput lines
+    Marker("serving_stats", r"Avg prompt throughput: [\d.]+ tokens/s|\"(?:POST|GET) /\S* HTTP/1\.[01]\" [1-5]\d\d",
+           "serving", "ready", keyword="HTTP/1.|throughput"),
 )
 
 DEATHS: tuple[Marker, ...] = (
@@ -69,5 +73,6 @@ DEATHS: tuple[Marker, ...] = (
            r"The actor died unexpectedly", "launch", "death", keyword="ctor"),
     Marker("config_validation", r"^\d+ validation errors? for \w*Config|^\s*Value error, ", "launch", "death",
            keyword="alue error"),
+    Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
     Marker("engine_dead", r"EngineDeadError", "launch", "death", keyword="EngineDeadError"),
 )
