@@ -6,6 +6,7 @@ raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -157,14 +158,24 @@ def _fmt(x):
     return x
 
 
+_MISSING = "\x00?"
+
+
 def _fill(template: str, vars_: dict) -> str:
+    """Fill an explain template; a sentence that names a value the log did not show is dropped, not printed
+    with a hole in it."""
     class Safe(dict):
         def __missing__(self, key):
-            return "?"
+            return _MISSING
+    text = " ".join(template.split())
     try:
-        return " ".join(template.split()).format_map(Safe(vars_))
+        text = text.format_map(Safe(vars_))
     except (ValueError, IndexError, AttributeError):
-        return " ".join(template.split())
+        return text
+    if _MISSING not in text:
+        return text
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z(\"'])", text)
+    return " ".join(s for s in sentences if _MISSING not in s).strip()
 
 
 def _config_view(a: Attempt) -> dict:

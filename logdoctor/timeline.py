@@ -53,7 +53,9 @@ _SD_STARTED = re.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
 _SD_EXIT = re.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
 _SD_RESULT = re.compile(r"Failed with result '(?P<result>[\w-]+)'")
 _SD_RESTART = re.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
-_SD_TIMEOUT = re.compile(r"start operation timed out|State '[\w-]+' timed out|start-post operation timed out")
+_SD_TIMEOUT = re.compile(r"start(?:-pre|-post)? operation timed out|State 'start[\w-]*' timed out")
+_SD_OOM = re.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
+_SD_STOPPING = re.compile(r"^Stopping |: Deactivated successfully|^Stopped ")
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
 _KOOM = re.compile(r"Out of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
 _SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
@@ -383,8 +385,12 @@ def is_fatal_block(b: Block) -> bool:
 
 def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event], marker_tab, engine: str) -> None:
     fatal_blocks = [b for b in a.blocks if is_fatal_block(b)]
-    sd_fail = a.systemd.get("result") not in (None, "success") or a.systemd.get("code") in ("killed", "dumped") or \
-        (a.systemd.get("code") == "exited" and a.systemd.get("status") not in (None, "0")) or "timeout" in a.systemd
+    # a unit stopped on purpose after it came up (systemctl stop / restart) did not fail, even if the stop timed out
+    operator_stop = ready_line and a.systemd.get("stopped_by") == "operator"
+    sd_fail = not operator_stop and (
+        a.systemd.get("result") not in (None, "success") or a.systemd.get("code") in ("killed", "dumped")
+        or (a.systemd.get("code") == "exited" and a.systemd.get("status") not in (None, "0")) or "timeout" in a.systemd
+        or a.systemd.get("oom") == "true")
     kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") for e in a.kernel)
     after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
@@ -493,7 +499,14 @@ def _systemd_event(r: Record) -> Event | None:
                                                           "signal": m.group("signame")}, text=msg, ts=r.ts)
     m = _SD_RESULT.search(msg)
     if m:
-        return Event(r.line, "systemd", "result", values={"result": m.group("result")}, text=msg, ts=r.ts)
+        vals = {"result": m.group("result")}
+        if m.group("result") == "oom-kill":
+            vals["oom"] = "true"
+        return Event(r.line, "systemd", "result", values=vals, text=msg, ts=r.ts)
+    if _SD_OOM.search(msg):
+        return Event(r.line, "systemd", "oom", values={"oom": "true"}, text=msg, ts=r.ts)
+    if _SD_STOPPING.search(msg):
+        return Event(r.line, "systemd", "stopping", values={"stopped_by": "operator"}, text=msg, ts=r.ts)
     m = _SD_RESTART.search(msg)
     if m:
         return Event(r.line, "systemd", "restart", values={"restarts": m.group("n")}, text=msg, ts=r.ts)

@@ -352,8 +352,14 @@ def leaf_attempts(val, ctx, compiled, scope):
 
 
 def leaf_death(val, ctx, compiled, scope):
-    return _search_lines(val, [(e.line, e.name + " " + e.text) for e in ctx.attempt.events if e.kind == "death"],
-                         compiled, limit=1)
+    for e in ctx.attempt.events:
+        if e.kind != "death":
+            continue
+        h = _search_lines(val, [(e.line, e.name)], compiled) or _search_lines(val, [(e.line, e.text)], compiled)
+        if h is not None:
+            h.evidence = [(e.line, e.text)] if e.text else []
+            return h
+    return None
 
 
 def leaf_engine(val, ctx, compiled, scope):
