@@ -355,7 +355,7 @@ def leaf_death(val, ctx, compiled, scope):
     for e in ctx.attempt.events:
         if e.kind != "death":
             continue
-        h = _search_lines(val, [(e.line, e.name)], compiled) or _search_lines(val, [(e.line, e.text)], compiled)
+        h = _search_lines(val, [(e.line, f"{e.name} {e.text}")], compiled)  # matched as "name text"
         if h is not None:
             h.evidence = [(e.line, e.text)] if e.text else []
             return h
