@@ -38,6 +38,9 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
                                want, _why(f.why, captures), engine, version, cfg.raw))
             continue
         if f.op == "set":
+            if f.value is None:   # "set" without a value: the flag must change, the rule cannot say to what
+                fixes.append(FixStep(f.lever, flag, current, None, _why(f.why, captures)))
+                continue
             value = _fill(f.value, captures, cfg.levers)
             if value is None:
                 continue
