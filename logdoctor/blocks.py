@@ -203,7 +203,7 @@ def _expects(b: _Builder, kind: str) -> bool:
     if b.state == "frames":
         return kind in ("file", "code", "exc", "blank")
     if b.state == "exc":
-        return kind in ("text", "blank", "chain", "hint")
+        return kind in ("text", "code", "blank", "chain", "hint")
     if b.state == "chain":
         return kind in ("blank",)
     if b.state == "abort":

@@ -60,6 +60,9 @@ def split_prefix(msg: str) -> Prefix:
         m = _SGL.match(msg)
         if m:
             p.engine, p.ts, p.body = "sglang", m.group("ts"), msg[m.end():]
+            u = _UVI.match(p.body)  # uvicorn's own "ERROR:    ..." inside SGLang's prefix
+            if u:
+                p.level, p.body = u.group("level"), p.body[u.end():]
             tags = m.group("tags").split()
             if tags:
                 p.proc = " ".join(tags)

@@ -69,6 +69,8 @@ DEATHS: tuple[Marker, ...] = (
     Marker("subprocess_crashed", r"Subprocess (?P<subprocess>\S+) \(pid=\d+\) crashed with exit code (?P<exit_code>-?\d+)", "launch", "death",
            keyword="crashed with exit code"),
     Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
+    Marker("argparse", r"^[\w.\-]+(?: [\w.\-]+)?: error: (?:argument |unrecognized arguments|the following arguments are required)",
+           "launch", "death", keyword="error: "),
     Marker("watchdog", r"(?P<watchdog>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<watchdog_timeout>[\d.]+)", "launch", "death",
            keyword="watchdog timeout"),
 )

@@ -74,5 +74,7 @@ DEATHS: tuple[Marker, ...] = (
     Marker("config_validation", r"^\d+ validation errors? for \w*Config|^\s*Value error, ", "launch", "death",
            keyword="alue error"),
     Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
+    Marker("argparse", r"^[\w.\-]+(?: [\w.\-]+)?: error: (?:argument |unrecognized arguments|the following arguments are required)",
+           "launch", "death", keyword="error: "),
     Marker("engine_dead", r"EngineDeadError", "launch", "death", keyword="EngineDeadError"),
 )
