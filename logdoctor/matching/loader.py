@@ -119,20 +119,28 @@ def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
     return build_rule(data, path, text)
 
 
-def _line_of(text: str, key: str) -> str:
-    m = re.search(rf"^\s*-?\s*{re.escape(key)}\s*:", text, re.M)
-    return f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
+def _line_of(text: str, key: str, value: object = None) -> str:
+    """The line of `key:` (block or flow style), preferring one that also holds `value`."""
+    pats = []
+    if value is not None:
+        pats.append(rf"[{{\s-]{re.escape(key)}\s*:\s*['\"]?{re.escape(str(value))}")
+    pats += [rf"^\s*-?\s*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"]
+    for pat in pats:
+        m = re.search(pat, text, re.M)
+        if m:
+            return f":{text.count(chr(10), 0, m.start()) + 1}"
+    return ""
 
 
 def build_rule(data: dict, path: Path, text: str = "") -> Rule:
-    def fail(key: str, msg: str):
-        raise RuleError(f"{path}{_line_of(text, key)}: {msg}")
+    def fail(key: str, msg: str, value: object = None):
+        raise RuleError(f"{path}{_line_of(text, key, value)}: {msg}")
 
     for key in ("id", "cause", "title", "match"):
         if key not in data:
             fail("id", f"missing required key {key!r}")
     if data["cause"] not in CAUSES:
-        fail("cause", f"unknown cause {data['cause']!r} (TAXONOMY.md: {', '.join(CAUSES)})")
+        fail("cause", f"unknown cause {data['cause']!r} (TAXONOMY.md: {', '.join(CAUSES)})", data["cause"])
     engines = data.get("engines", ["any"])
     if isinstance(engines, str):
         engines = [engines]
@@ -146,10 +154,10 @@ def build_rule(data: dict, path: Path, text: str = "") -> Rule:
         if not isinstance(f, dict) or "lever" not in f:
             fail("fixes", "each fix needs a lever")
         if f["lever"] not in lv.LEVERS:
-            fail("lever", f"unknown lever {f['lever']!r}")
+            fail("lever", f"unknown lever {f['lever']!r}", f["lever"])
         op = f.get("op", "set")
         if op not in OPS:
-            fail("op", f"unknown fix op {op!r} (one of {', '.join(OPS)})")
+            fail("op", f"unknown fix op {op!r} (one of {', '.join(OPS)})", op)
         fixes.append(Fix(lever=f["lever"], op=op, value=f.get("value"), min=f.get("min"), max=f.get("max"),
                          why=str(f.get("why", "")), when=f.get("when")))
     compiled: dict = {}

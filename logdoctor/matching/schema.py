@@ -50,8 +50,9 @@ def backtracking_risk(pattern: str) -> str | None:
                 unbounded = hi == MAXREPEAT or hi > 100
                 if unbounded and inside_unbounded and name != "POSSESSIVE_REPEAT":
                     return "nested unbounded repeat"
-                # only a repeat that opens the repeated body can overlap with itself: (a+)+, (\w+\s?)+, (.*)*
-                r = walk(_head(sub), unbounded) if unbounded else None
+                # only a repeat that opens the repeated body, with nothing mandatory after it, can overlap with
+                # itself: (a+)+, (\w+\s?)+, (.*)* — but not (\d+,)*
+                r = walk(_head(sub), unbounded) if unbounded and _rest_optional(sub) else None
                 if r:
                     return r
                 r = walk(sub, False)
@@ -69,6 +70,15 @@ def backtracking_risk(pattern: str) -> str | None:
             elif name == "ATOMIC_GROUP":
                 continue
         return None
+
+    def _rest_optional(sub) -> bool:
+        body = sub
+        while len(body) == 1 and str(body[0][0]) == "SUBPATTERN":
+            body = body[0][1][-1]
+        try:
+            return len(body) <= 1 or body[1:].getwidth()[0] == 0
+        except (AttributeError, TypeError):
+            return True
 
     def _head(sub):
         items = list(sub)
