@@ -51,12 +51,18 @@ def _infer_version(engine: str, records: list[Record]) -> str | None:
     """SGLang often prints no version; its wording dates it (engines.md §A)."""
     if engine != "sglang":
         return None
+    best = None
     for r in records:
         m = r.msg
         if m.startswith("server_args={"):
             return ">=0.5.23"
-        if m.startswith("Init parallel begin"):
-            return ">=0.5.22"
-        if "CUDA graph begin. backend=" in m:
-            return ">=0.5.17"
-    return None
+        if m.startswith("Init parallel "):
+            best = ">=0.5.22"
+        elif best is None and (_SGL_017.search(m)):
+            best = ">=0.5.17"
+    return best
+
+
+# wordings SGLang introduced in 0.5.17 (engines.md §A, §C): per-runner graph lines and the renamed graph flags
+_SGL_017 = re.compile(r"CUDA graph begin\. backend=|Capture (?:target|draft) (?:decode|verify|extend|prefill) CUDA graph|"
+                      r"--cuda-graph-max-bs-decode|--cuda-graph-backend-(?:decode|prefill)|Initialized DFLASH draft runner")
