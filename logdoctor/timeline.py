@@ -55,7 +55,7 @@ _SD_RESULT = re.compile(r"Failed with result '(?P<result>[\w-]+)'")
 _SD_RESTART = re.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
 _SD_TIMEOUT = re.compile(r"start(?:-pre|-post)? operation timed out|State 'start[\w-]*' timed out")
 _SD_OOM = re.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
-_SD_STOPPING = re.compile(r"^Stopping |: Deactivated successfully|^Stopped ")
+_SD_STOPPING = re.compile(r"^Stopping ")  # a stop job someone asked for; after a crash systemd says "Stopped"
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
 _KOOM = re.compile(r"Out of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
 _SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")

@@ -31,6 +31,12 @@ def to_dict(tl: Timeline) -> dict:
     return out
 
 
+def _num(v) -> str:
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else f"{v:.4g}" if abs(v) < 1e4 else f"{v:.0f}"
+    return str(v)
+
+
 def _jsonable(d: dict) -> dict:
     return {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v)) for k, v in d.items()}
 
@@ -70,7 +76,7 @@ def render_text(tl: Timeline) -> str:
             lines.append(f"  {r.rank:<14}|{''.join(bar)}| {end}")
         mem = {k: v for k, v in a.readings.items() if any(t in k for t in ("mem", "gb", "gib", "tokens", "size"))}
         if mem:
-            lines.append("  memory: " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in mem.items()))
+            lines.append("  memory: " + ", ".join(f"{k}={_num(v)}" for k, v in mem.items()))
         for e in a.kernel:
             lines.append(f"  kernel line {e.line}: {e.text[:100]}")
         if a.systemd:
