@@ -57,8 +57,11 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
 
 
 def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
-             loaded_rules: list[Rule] | None = None, classifier=None) -> Diagnosis:
+             loaded_rules: list[Rule] | None = None, classifier="default") -> Diagnosis:
     res = source if isinstance(source, ReadResult) else read_any(source)
+    if classifier == "default":   # the shipped model, as `explain` uses it (None: rules only)
+        from logdoctor.classify.runtime import load_default
+        classifier = load_default()
     rule_set = loaded_rules if loaded_rules is not None else load_rules(tuple(rules))
     tl = build(res.records, engine)
     return diagnose_timeline(tl, res, rule_set, classifier=classifier)

@@ -152,3 +152,7 @@ main.add_command(_rules_cmd.rules)
 from logdoctor.commands import evaluate as _eval_cmd  # noqa: E402
 
 main.add_command(_eval_cmd.eval_cmd)
+
+from logdoctor.commands import train as _train_cmd  # noqa: E402
+
+main.add_command(_train_cmd.train_cmd)

@@ -129,6 +129,45 @@ def run(dirs, *, rule_dirs=(), classifier="default", mode="combined") -> list[Ca
     return out
 
 
+def run_cv(dirs, k: int, *, rule_dirs=(), modes=("combined",)) -> dict[str, list[CaseResult]]:
+    """Grouped K-fold cross-validation of the classifier on labelled cases: cases are split by `variant_of` (a case
+    without one is its own group) into K folds; for each fold a classifier is trained on the other K-1 folds
+    (classify/train.py, the full recipe incl. calibration and threshold) and the fold's cases are diagnosed in each
+    mode. Returns every case once per mode, scored as in run()."""
+    from logdoctor.api import diagnose_timeline
+    from logdoctor.classify import train as tr
+    from logdoctor.classify.runtime import from_data
+    from logdoctor.matching.loader import load_rules
+    from sklearn.model_selection import GroupKFold
+    parsed = tr.parse_cases(load_cases(dirs))
+    if not parsed:
+        return {m: [] for m in modes}
+    groups = [str(p.case.label.get("variant_of") or p.case.id) for p in parsed]
+    k = max(2, min(int(k), len(set(groups))))
+    rules = load_rules(tuple(rule_dirs))
+    out: dict[str, list] = {m: [None] * len(parsed) for m in modes}
+    for train_idx, test_idx in GroupKFold(n_splits=k).split(parsed, groups=groups):
+        clf = None
+        if any(m != "rules" for m in modes):
+            exs = [parsed[i].example for i in train_idx if parsed[i].example is not None]
+            try:
+                clf = from_data(tr.fit(exs).data)
+            except ValueError:
+                clf = None
+        for i in test_idx:
+            p = parsed[i]
+            for m in modes:
+                if p.error is not None:
+                    out[m][i] = CaseResult(p.case.id, str(p.case.label.get("engine")), p.case.label.get("cause"),
+                                           str(p.case.label.get("phase")), f"error: {p.error}", "unknown", 0.0, None,
+                                           False, False, False, None)
+                    continue
+                d = diagnose_timeline(p.tl, p.res, rules if m != "classifier" else [],
+                                      classifier=clf if m != "rules" else None)
+                out[m][i] = score(p.case, d)
+    return out
+
+
 def summary(results: list[CaseResult]) -> dict:
     n = len(results) or 1
     failed = [r for r in results if r.label_cause is not None]

@@ -1,7 +1,339 @@
-"""Classifier at explain time. Until a model file is shipped, there is none and the rules decide alone."""
+"""The classifier at explain time: load the shipped model (plain JSON, pure-Python inference) and combine its scores
+with the rule candidates.
+
+Combination (`Classifier.rerank`), in order:
+
+1. A decisive rule wins unchanged. Decisive = the top rule is a strong one (confidence ≥ DECISIVE_CONFIDENCE and
+   priority ≥ DECISIVE_PRIORITY) and no candidate of another cause scores within DECISIVE_MARGIN points of it.
+   The only thing the classifier may do to it: when it is itself confident (≥ threshold) in another cause and gives
+   the rule's cause less than DISSENT_P, the reported confidence is multiplied by DISSENT_FACTOR.
+2. No rule fired: the classifier fills in. Its top cause with calibrated probability p ≥ threshold becomes a
+   synthesised candidate (rule id "classifier", the cause, a title, and the actions of the best-matching bundled
+   rule of that cause for the engine, if any — its flag fixes too when it is a near miss, i.e. its evidence
+   conditions hold and only its scoping failed; see best_rule) with confidence p; below the threshold nothing is
+   returned and the verdict stays "unknown".
+3. A close call between rules of different causes (within DECISIVE_MARGIN): the classifier re-ranks the contending
+   causes when it prefers another one by at least SWITCH_MARGIN in probability. The winner's confidence is the
+   rules' reduced confidence (rank.confidence), lifted up to the winning rule's own confidence when the classifier
+   agrees: max(reduced, min(rule confidence, p)).
+4. Only weak rules fired (below the decisive bar, no close rival): a confident classifier (≥ threshold) that gives
+   the rule's cause less than DISSENT_P overrides them with a synthesised candidate; otherwise the rule stands.
+
+The threshold comes from the model file (chosen on held-out folds by classify/train.py, not by hand). The
+DECISIVE_* constants follow the rule-writing guide (docs/rules.md: specific rules sit at priority 70-130 with
+confidence 0.75-0.93; consequences and echoes lower) and rank.confidence's "close" gap of 5 points.
+$LOGDOCTOR_CLASSIFIER=PATH uses another model file, =off none.
+"""
 from __future__ import annotations
+
+import os
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+from logdoctor.classify.features import FEATURE_VERSION, features
+from logdoctor.classify.model import Model
+
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "classifier.json"
+DECISIVE_CONFIDENCE = 0.7
+DECISIVE_PRIORITY = 60
+DECISIVE_MARGIN = 5.0         # same "close" gap as rank.confidence
+SWITCH_MARGIN = 0.10
+DISSENT_P = 0.05
+DISSENT_FACTOR = 0.85
+
+CAUSE_TITLES = {
+    "kv_cache_oom": "the KV cache / memory pool did not fit in the memory left after the weights",
+    "weights_oom": "the model weights did not fit in GPU memory",
+    "activation_oom": "GPU memory ran out in a forward pass (profile / warm-up / prefill)",
+    "graph_capture_fault": "CUDA-graph capture failed",
+    "hardware_fault": "a GPU, driver or interconnect fault on this host",
+    "distributed_init": "distributed initialisation (NCCL / gloo / torch.distributed) failed",
+    "port_in_use": "a port the server needs is already in use",
+    "model_load_error": "the model could not be loaded (path, config, weights or tokenizer)",
+    "config_invalid": "the engine rejected an argument value",
+    "kernel_arch_mismatch": "a build / architecture mismatch: a kernel, library or driver does not fit this GPU",
+    "illegal_memory_access": "a device-side crash (illegal memory access / assert) in a kernel",
+    "host_oom": "host RAM ran out: the kernel's OOM killer ended the process",
+    "startup_timeout": "the service was stopped for taking too long to start",
+}
+
+
+class Classifier:
+    def __init__(self, model: Model, path: str = ""):
+        self.model = model
+        self.path = path
+        self.threshold = model.threshold
+        self._bundled = None
+
+    # ---- scores -----------------------------------------------------------------------------------------------
+    def tokens(self, tl, attempt) -> list[str]:
+        return features(tl, attempt)
+
+    def proba(self, tl, attempt) -> dict[str, float]:
+        return self.model.predict_proba(self.tokens(tl, attempt))
+
+    # ---- combination ------------------------------------------------------------------------------------------
+    def rerank(self, tl, attempt, cands, *, rules=None, probs: dict[str, float] | None = None):
+        from logdoctor.matching.rank import confidence as rules_confidence
+        probs = probs if probs is not None else self.proba(tl, attempt)
+        order = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
+        top_cause, top_p = order[0]
+        confident = top_p >= self.threshold
+
+        if not cands:                                                           # 2. fill in
+            if not confident:
+                return []
+            return [self._synth(tl, attempt, top_cause, top_p, rules, 0.0)] + \
+                [self._synth(tl, attempt, c, p, rules, 0.0, alternative=True) for c, p in order[1:3] if p >= 0.05]
+
+        top = cands[0]
+        rival = next((c for c in cands[1:] if c.cause != top.cause), None)
+        gap = top.score - rival.score if rival is not None else float("inf")
+        strong = top.rule.confidence >= DECISIVE_CONFIDENCE and top.rule.priority >= DECISIVE_PRIORITY
+        p_rule = probs.get(top.cause, 0.0)
+        knows = top.cause in probs       # a cause the model never saw has p = 0 by ignorance, not by dissent
+
+        if strong and gap >= DECISIVE_MARGIN:                                   # 1. decisive rule
+            if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
+                conf = rules_confidence(cands) * DISSENT_FACTOR
+                return [replace(top, confidence=round(conf, 2))] + list(cands[1:])
+            return list(cands)
+
+        if gap < DECISIVE_MARGIN:                                               # 3. close call
+            contenders: list[str] = []
+            for c in cands:
+                if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
+                    contenders.append(c.cause)
+            best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
+            switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
+            win_cause = best if switch else top.cause
+            win = next(c for c in cands if c.cause == win_cause)
+            rest = [c for c in cands if c is not win]
+            reduced = rules_confidence([win] + rest)
+            conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
+            return [replace(win, confidence=round(min(conf, 0.99), 2))] + rest
+
+        # 4. weak rules only
+        if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
+            syn = self._synth(tl, attempt, top_cause, top_p, rules, top.score)
+            return [syn] + list(cands)
+        return list(cands)
+
+    # ---- the synthesised candidate ----------------------------------------------------------------------------
+    def _rules(self, rules):
+        if rules:
+            return rules
+        if self._bundled is None:
+            from logdoctor.matching.loader import load_rules
+            try:
+                self._bundled = load_rules(())
+            except Exception:  # noqa: BLE001 - fixes are a bonus; a broken rule folder must not break the verdict
+                self._bundled = []
+        return self._bundled
+
+    def best_rule(self, tl, attempt, cause: str, rules=None):
+        """The bundled rule of `cause` for this engine that fits this attempt best, and whether it is a near miss.
+
+        Near miss: all the rule's evidence conditions hold (those that read the log's text: messages, exceptions,
+        frames, hints, kernel, systemd, exit codes), only its scoping (phase, flags, engine, ranks, ...) failed.
+        Order: near misses first, then the most top-level evidence conditions holding, phase fit, engine-specific
+        over generic, priority, id. Returns (rule or None, near_miss)."""
+        from logdoctor.matching.conditions import Context, evaluate
+        pool = [r for r in self._rules(rules) if r.cause == cause and r.applies_to(tl.engine) and r.id != "classifier"]
+        if not pool:
+            return None, False
+        try:
+            ctx = Context.build(tl, attempt)
+        except Exception:  # noqa: BLE001
+            ctx = None
+
+        def partial(r) -> int:
+            if ctx is None:
+                return 0
+            m = r.match
+            parts = list(m) if isinstance(m, list) else []
+            if isinstance(m, dict):
+                for k, v in m.items():
+                    if k in ("all", "any") and isinstance(v, list):
+                        parts += v
+                    elif k not in ("none", "not", "scope", "rank", "capture"):
+                        parts.append({k: v})
+            n = 0
+            for p in parts:
+                if not _has_evidence_leaf(p):
+                    continue
+                try:
+                    if evaluate(p, ctx, r.compiled) is not None:
+                        n += 1
+                except Exception:  # noqa: BLE001
+                    pass
+            return n
+
+        def near_miss(r) -> bool:
+            """The rule's evidence conditions hold; only its scoping (phase, flags, engine, ranks, ...) failed."""
+            cond = _evidence_only(r.match)
+            if ctx is None or not cond:
+                return False
+            try:
+                return evaluate(cond, ctx, r.compiled) is not None
+            except Exception:  # noqa: BLE001
+                return False
+
+        scored = []
+        for r in pool:
+            phase_fit = 2 if attempt.phase in r.phases else 1 if not r.phases else 0
+            scored.append(((not near_miss(r), -partial(r), -phase_fit, 0 if tl.engine in r.engines else 1,
+                            -r.priority, r.id), r))
+        key, best = min(scored, key=lambda kr: kr[0])
+        return best, not key[0]
+
+    def _synth(self, tl, attempt, cause: str, p: float, rules, score: float, *, alternative: bool = False):
+        from logdoctor.matching.conditions import Hit
+        from logdoctor.matching.loader import Rule
+        from logdoctor.matching.rank import Candidate
+        best, near = (None, False) if alternative else self.best_rule(tl, attempt, cause, rules)
+        title = CAUSE_TITLES.get(cause, cause.replace("_", " "))
+        # flag changes only from a near miss: a cause has several mechanisms with opposite fixes (capture OOM:
+        # smaller graphs; capture-unsafe op: no graphs), and guessing one is worse than proposing none; the rule's
+        # non-flag actions (diagnostic commands) are kept either way
+        fixes = list(best.fixes) if best is not None and near else []
+        explain = "" if alternative else self._explain(tl, attempt, cause, p, title, best, bool(fixes))
+        rule = Rule(id="classifier", cause=cause, title=title, engines=("any",), match={}, priority=0,
+                    confidence=max(min(p, 0.99), 0.01), explain=explain,
+                    fixes=fixes, actions=list(best.actions) if best else [],
+                    no_flag_change=bool(best.no_flag_change) if best else False, path=self.path)
+        hit = Hit(evidence=[] if alternative else _evidence(attempt))
+        return Candidate(rule, hit, score, confidence=round(min(p, 0.99), 2))
+
+    def _explain(self, tl, attempt, cause, p, title, best, with_fixes: bool) -> str:
+        toks = self.model.top_tokens(self.tokens(tl, attempt), cause, n=4)
+        shown = [_human(t) for t, w in toks if w > 0][:3]
+        s = (f"No rule matches this failure exactly. The classifier (trained on labelled logs) reads it as {cause}: "
+             f"{title} (probability {p:.2f}).")
+        if shown:
+            s += " What weighs most: " + "; ".join(shown) + "."
+        if best is not None and with_fixes:
+            s += f" The next steps are those of the closest rule ({best.id}); check them against the evidence."
+        elif best is not None and best.actions:
+            s += (f" No rule of this cause matches the evidence, so no flag change is proposed; the checks are those "
+                  f"of {best.id}.")
+        else:
+            s += " Check the evidence lines before changing anything."
+        return s.replace("{", "{{").replace("}", "}}")
+
+
+_EVIDENCE_LEAVES = frozenset(("message", "error", "inner", "wrapper", "exception", "frame", "file", "hint", "kernel",
+                              "xid", "systemd", "exit_code"))
+
+
+def _has_evidence_leaf(cond) -> bool:
+    if isinstance(cond, list):
+        return any(_has_evidence_leaf(c) for c in cond)
+    if not isinstance(cond, dict):
+        return False
+    for k, v in cond.items():
+        if k in _EVIDENCE_LEAVES:
+            return True
+        if k in ("all", "any") and _has_evidence_leaf(v):
+            return True
+    return False
+
+
+def _evidence_only(cond):
+    """The condition with its non-evidence leaves (phase, flag, engine, attempts, ranks, ...) dropped; {} when nothing
+    of the log's text is left to check. none/not parts are kept whole (they exclude)."""
+    if isinstance(cond, list):
+        return _evidence_only({"all": cond})
+    if not isinstance(cond, dict):
+        return {}
+    out: dict = {}
+    for k, v in cond.items():
+        if k in ("all", "any") and isinstance(v, list):
+            sub = [x for x in (_evidence_only(c) for c in v) if x]
+            if sub:
+                out[k] = sub
+        elif k in _EVIDENCE_LEAVES or k in ("scope", "rank", "capture"):
+            out[k] = v
+        elif k in ("none", "not"):
+            out[k] = v
+    return out if _has_evidence_leaf(out) else {}
+
+
+_SRC_WORDS = {"inner": "root exception", "wrap": "outer exception", "exc": "exception chain", "err": "error lines",
+              "kern": "kernel log", "sd": "systemd verdict", "death": "death line", "hint": "engine's hint",
+              "head": "traceback header"}
+
+
+def _human(tok: str) -> str:
+    """A feature token in words, for the explanation."""
+    ns, _, rest = tok.partition(":")
+    if ns in ("t", "w", "b"):
+        src, _, val = rest.partition(":")
+        where = _SRC_WORDS.get(src, src)
+        if ns == "b":
+            val = val.replace("_", " ", 1)
+        return f'"{val[:90]}" in the {where}'
+    names = {"exc": "exception", "inner_exc": "root exception", "wrap_exc": "outer exception", "fn": "frame",
+             "fn_in": "innermost frame", "file": "file", "phase": "failure phase", "reached": "furthest phase reached",
+             "xid": "Xid", "xid_class": "Xid class", "sd": "systemd", "death": "death line", "death_exit": "exit code",
+             "flag": "flag", "kernel": "kernel", "env": "environment variable", "engine": "engine", "lever": "lever",
+             "engine_phase": "engine and phase"}
+    if ns in names:
+        return f"{names[ns]} {rest}"
+    return tok
+
+
+def _evidence(a) -> list[tuple[int, str]]:
+    from logdoctor.timeline import is_fatal_block
+    ev: list[tuple[int, str]] = []
+    for b in sorted((b for b in a.blocks if is_fatal_block(b)), key=lambda b: b.first_line)[:2]:
+        for s in (b.sections[0], b.sections[-1]) if b.sections else ():
+            text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
+            ln = s.exc_line or b.first_line
+            if text and all(ln != x for x, _ in ev):
+                ev.append((ln, text))
+    for e in a.kernel[:2]:
+        ev.append((e.line, e.text))
+    for e in a.events:
+        if e.kind == "systemd" and e.name in ("exit", "result", "timeout"):
+            ev.append((e.line, e.text))
+        elif e.kind == "death" and not a.blocks and len(ev) < 5:
+            ev.append((e.line, e.text))
+    return ev[:6]
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, mtime: float):
+    model = Model.load(path)
+    if model.feature_version != FEATURE_VERSION:
+        return None
+    return Classifier(model, path)
 
 
 def load_default():
-    """The shipped model, or None when no model file is present."""
-    return None
+    """The shipped classifier, or None when no model file is present (or it was trained on other features).
+
+    $LOGDOCTOR_CLASSIFIER overrides the path; "off" disables the classifier."""
+    env = os.environ.get("LOGDOCTOR_CLASSIFIER", "")
+    if env.lower() in ("off", "none", "0"):
+        return None
+    path = Path(env) if env else DEFAULT_PATH
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    try:
+        return _load(str(path), st.st_mtime)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def load(path) -> Classifier | None:
+    """A classifier from a model file (eval --cv / tests); None when its feature version does not match."""
+    model = Model.load(path)
+    return Classifier(model, str(path)) if model.feature_version == FEATURE_VERSION else None
+
+
+def from_data(data: dict) -> Classifier:
+    return Classifier(Model(data), "<memory>")

@@ -14,12 +14,21 @@ import click
 @click.option("--mode", type=click.Choice(["combined", "rules", "classifier", "ablation"]), default="combined",
               show_default=True, help="which decision path to score; ablation runs all three")
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
-def eval_cmd(case_dirs, fmt, mode, rule_dirs):
-    """Cause/phase accuracy, first-fix agreement, forbidden suggestions, confusion matrix, per-engine figures."""
+@click.option("--cv", "cv", type=click.IntRange(min=2), default=None,
+              help="grouped K-fold (by variant_of): train the classifier on K-1 folds, score the rest")
+def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
+    """Cause/phase accuracy, first-fix agreement, forbidden suggestions, confusion matrix, per-engine figures.
+
+    With --cv K the classifier is not the shipped one: every case is scored by a classifier trained without its
+    group (cross-validated figures for the corpus the classifier is trained on)."""
     from logdoctor import evaluation as ev
     modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
     report = {}
-    for m in modes:
+    if cv:
+        by_mode = ev.run_cv(case_dirs, cv, rule_dirs=rule_dirs, modes=modes)
+        for m in modes:
+            report[m] = (by_mode[m], ev.summary(by_mode[m]))
+    for m in modes if not cv else ():
         results = ev.run(case_dirs, rule_dirs=rule_dirs, mode=m)
         report[m] = (results, ev.summary(results))
     if fmt == "json":
@@ -28,7 +37,7 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs):
         return
     import pandas as pd
     for m, (results, s) in report.items():
-        click.echo(f"== {m}: {s['cases']} cases")
+        click.echo(f"== {m}: {s['cases']} cases" + (f" ({cv}-fold grouped cross-validation)" if cv else ""))
         for k, v in s.items():
             if k != "cases":
                 click.echo(f"   {k:<22} {v}")

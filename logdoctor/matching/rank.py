@@ -16,6 +16,7 @@ class Candidate:
     rule: Rule
     hit: Hit
     score: float
+    confidence: float | None = None   # set by the classifier combination (classify/runtime.py); None: from the rule
 
     @property
     def cause(self) -> str:
@@ -49,6 +50,8 @@ def confidence(cands: list[Candidate]) -> float:
     if not cands:
         return 0.0
     top = cands[0]
+    if top.confidence is not None:
+        return round(min(top.confidence, 0.99), 2)
     conf = top.rule.confidence
     rival = next((c for c in cands[1:] if c.cause != top.cause), None)
     if rival is not None:

@@ -1,0 +1,279 @@
+"""Feature tokens for the cause classifier, from what the pipeline already parsed (no raw-text bag of words).
+
+`features(tl, attempt)` returns a sorted list of distinct string tokens. Namespaces (the prefix before ':'):
+
+  t:<src>:<template>   Drain-style masked template of a decisive line; src is one of
+                       inner (root exception of a chain, and X of "... failed: X"), wrap (outermost exception),
+                       exc (every other section), err (ERROR/CRITICAL lines outside tracebacks), kern (kernel lines),
+                       sd (systemd verdict lines), death (engine death lines), hint (the engine's "Possible
+                       solutions" lines), head (text before "Traceback", e.g. "Scheduler hit an exception:")
+  w:<src>:<word> b:<src>:<w1>_<w2>   word uni-/bi-grams of those templates (stop words dropped from uni-grams)
+  flag:<--flag>        engine flags named in decisive text (e.g. the engine's own advice)
+  exc:<Type>           exception types (full dotted name and last part); inner_exc:/wrap_exc: for root / outermost
+  fn:<func> fn_in:<func> file:<basename>   traceback frame functions (fn_in: innermost frame of the root exception)
+  phase: reached: completed: phase_src: engine: engine_phase:   where it failed, the furthest phase any marker
+                       reached, the last phase every rank completed
+  lever:<name>=<true|false|set>   levers in force (booleans by value, the others by presence; mem_fraction binned)
+  env:<NAME>           environment variables shown in the log
+  death:<name> death_exit:<code>  engine death markers
+  xid:<code> xid_class:<hardware|app|other> kernel:<fallen_off|oom_kill>   kernel events
+  sd:<key>=<value>     systemd verdict (result, exit code/status/signal, timeout, restarts)
+  shape tokens         fatal_blocks:<0|1|2+>, attempts:<1|2+>, prev_phase:<phase>, ranks_died:<n>, rank_alone
+
+Masking (Drain-style): quoted strings → <str>, URLs → <url>, paths → <path>, IP[:port] → <ip>, hex → <hex>,
+sizes (12.5 GiB) → <size>, numbers → <num>; lowercased, whitespace collapsed, cut at 24 words.
+
+How much each namespace counts is the model's business (classify/train.py NS_WEIGHTS, stored in the model file).
+Pure Python (re only); bump FEATURE_VERSION whenever the tokens change: a model trained on another version refuses
+to load.
+"""
+from __future__ import annotations
+
+import re
+
+FEATURE_VERSION = 1
+
+# Xid classes: kept in step with matching/conditions.py (engines.md §E); duplicated to keep this module standalone
+XID_HARDWARE = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
+XID_APP = {13, 31, 43, 45, 8, 109}
+PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving")
+_PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+
+MAX_TEMPLATE_WORDS = 24
+MAX_ERROR_LINES = 30
+MAX_MSG_LINES = 3
+
+_MASKS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`"), " <str> "),
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), " <url> "),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]+\](?::\d+)?", re.I), " <ip> "),
+    (re.compile(r"(?:~|\.{1,2})?(?:/[\w.+@-]+){2,}/?|\b[\w.-]+(?:/[\w.+@-]+){2,}"), " <path> "),
+    (re.compile(r"\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.I), " <hex> "),
+    (re.compile(r"-?\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes|[kmgt]b/s)\b", re.I), " <size> "),
+    (re.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?:e[-+]?\d+)?(?![\w>])", re.I), " <num> "),
+)
+_WS = re.compile(r"\s+")
+_WORD = re.compile(r"<[a-z]+>|[a-z_][a-z0-9_]*")
+_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
+_STOP = frozenset("a an the of to in on at for by is are was be it this that with as or and from".split())
+_WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
+
+
+def mask(text: str) -> str:
+    """The Drain-style template of one line: variable parts masked, lowercased, at most MAX_TEMPLATE_WORDS words."""
+    s = text.strip()
+    for rx, rep in _MASKS:
+        s = rx.sub(rep, s)
+    s = _WS.sub(" ", s).strip().lower()
+    words = s.split(" ")
+    if len(words) > MAX_TEMPLATE_WORDS:
+        s = " ".join(words[:MAX_TEMPLATE_WORDS])
+    return s
+
+
+def _first_lines(text: str, n: int = MAX_MSG_LINES) -> list[str]:
+    return [l for l in (x.strip() for x in (text or "").splitlines()) if l][:n]
+
+
+class _Acc:
+    """Token accumulator (insertion-ordered set)."""
+
+    __slots__ = ("toks",)
+
+    def __init__(self):
+        self.toks: dict[str, None] = {}
+
+    def add(self, tok: str) -> None:
+        self.toks[tok] = None
+
+    def text(self, src: str, text: str) -> None:
+        """Template + words + bigrams (all tagged with the source) + flags of a decisive text (the first lines of a
+        multi-line message)."""
+        for line in _first_lines(text):
+            for fl in _FLAG.findall(line.lower()):
+                self.add("flag:" + fl)
+            tpl = mask(line)
+            if not tpl:
+                continue
+            self.add(f"t:{src}:{tpl}")
+            prev = None
+            for w in _WORD.findall(tpl):
+                if len(w) > 1 and w not in _STOP:
+                    self.add(f"w:{src}:{w}")
+                if prev is not None:
+                    self.add(f"b:{src}:{prev}_{w}")
+                prev = w
+
+
+def _exc_text(sec) -> str:
+    return f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or "")
+
+
+def _reached(a) -> str | None:
+    idx = [_PHASE_INDEX[e.phase] for e in a.events if e.kind == "marker" and e.phase in _PHASE_INDEX]
+    return PHASES[max(idx)] if idx else None
+
+
+def _fatal_blocks(a):
+    from logdoctor.timeline import is_fatal_block
+    return [b for b in a.blocks if is_fatal_block(b)]
+
+
+def features(tl, attempt) -> list[str]:
+    """Sorted distinct tokens describing one attempt (see the module docstring for the namespaces)."""
+    from logdoctor.records import SERVICE
+    a = attempt
+    acc = _Acc()
+    add = acc.add
+    engine = tl.engine or "unknown"
+    add("engine:" + engine)
+    add("phase:" + a.phase)
+    add("phase_src:" + a.phase_source)
+    add(f"engine_phase:{engine}:{a.phase}")
+    reached = _reached(a)
+    add("reached:" + (reached or "none"))
+    try:
+        comp = a.completed_by_all
+    except (KeyError, ValueError):
+        comp = None
+    add("completed:" + (comp or "none"))
+    add("start_seen:" + ("yes" if a.start_seen else "no"))
+    add("ready:" + ("yes" if a.ready else "no"))
+
+    fatal = _fatal_blocks(a)
+    add("fatal_blocks:" + ("0" if not fatal else "1" if len(fatal) == 1 else "2+"))
+    in_blocks = set()
+    for b in a.blocks:
+        for r in b.records:
+            in_blocks.add(r.line)
+    for b in fatal[:6]:
+        if b.kind == "abort":
+            add("abort")
+        if b.header:
+            acc.text("head", b.header)
+        secs = b.sections
+        for i, s in enumerate(secs):
+            t = s.exc_type
+            if t:
+                add("exc:" + t)
+                if "." in t:
+                    add("exc:" + t.rsplit(".", 1)[-1])
+            text = _exc_text(s)
+            if i == 0:
+                acc.text("inner", text)
+            if i == len(secs) - 1:
+                acc.text("wrap", text)
+            if 0 < i < len(secs) - 1:
+                acc.text("exc", text)
+            w = _WRAPPED.match(s.exc_msg or "")
+            if w:
+                acc.text("inner", w.group("inner"))
+            for h in s.hints[:4]:
+                acc.text("hint", h)
+            for f in s.frames:
+                if f.func:
+                    add("fn:" + f.func)
+                add("file:" + f.basename)
+            if link := s.link:
+                add("chain:" + link)
+        if secs:
+            root, fin = secs[0], secs[-1]
+            if root.exc_type:
+                add("inner_exc:" + root.exc_type.rsplit(".", 1)[-1])
+            if fin.exc_type:
+                add("wrap_exc:" + fin.exc_type.rsplit(".", 1)[-1])
+            if root.frames and root.frames[-1].func:
+                add("fn_in:" + root.frames[-1].func)
+
+    # ERROR/CRITICAL lines, bare "XError: ..." lines, and (where the engine prints no level) lines that say they
+    # are errors ("ERROR:    [Errno 98] ..." from uvicorn, "[Errno 28] ..."), outside tracebacks
+    n = 0
+    seen_tpl: set[str] = set()
+    for r in a.records:
+        if r.transport != SERVICE or r.line in in_blocks or not r.msg:
+            continue
+        if r.level in ("ERROR", "CRITICAL", "FATAL") or _BARE_EXC.match(r.msg) or \
+                (r.level is None and _ERRORISH.search(r.msg)):
+            fm = _FILE_LINE.match(r.msg)
+            if fm:   # a traceback printed line by line as ERROR records that did not assemble into a block
+                add("fn:" + fm.group("func").strip())
+                add("file:" + fm.group("file").rsplit("/", 1)[-1])
+                continue
+            if r.msg[:1].isspace():
+                continue   # source-code lines of such a traceback
+            tpl = mask(r.msg)
+            if tpl in seen_tpl:
+                continue
+            seen_tpl.add(tpl)
+            acc.text("err", r.msg)
+            n += 1
+            if n >= MAX_ERROR_LINES:
+                break
+
+    # kernel
+    for e in a.kernel:
+        if e.name == "xid":
+            x = e.values.get("xid")
+            add(f"xid:{x}")
+            add("xid_class:" + ("hardware" if x in XID_HARDWARE else "app" if x in XID_APP else "other"))
+        else:
+            add("kernel:" + e.name)
+        acc.text("kern", e.text)
+    # systemd verdict
+    for e in a.events:
+        if e.kind == "systemd":
+            if e.name == "started":
+                continue
+            add("sd:" + e.name)
+            for k, v in sorted(e.values.items()):
+                if k == "restarts":
+                    continue
+                add(f"sd:{k}={v}")
+            if e.name != "restart":
+                acc.text("sd", e.text)
+        elif e.kind == "death":
+            add("death:" + e.name)
+            code = e.values.get("exit_code")
+            if code is not None:
+                try:
+                    add(f"death_exit:{int(float(code))}")
+                except (TypeError, ValueError):
+                    pass
+            acc.text("death", e.text)
+
+    # config
+    cfg = a.config
+    add("config:" + ("known" if cfg.known else "unknown"))
+    for name, v in sorted(cfg.levers.items()):
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            add(f"lever:{name}={'true' if v else 'false'}")
+        else:
+            add(f"lever:{name}=set")
+            if name == "mem_fraction":
+                try:
+                    f = float(v)
+                    add("lever:mem_fraction=" + ("low" if f < 0.7 else "high" if f >= 0.88 else "mid"))
+                except (TypeError, ValueError):
+                    pass
+    for k in sorted(cfg.env):
+        add("env:" + k)
+
+    # shape: attempts, ranks
+    atts = tl.attempts
+    add("attempts:" + ("1" if len(atts) <= 1 else "2+"))
+    for p in atts:
+        if p is not a and p.index < a.index and p.failed:
+            add("prev_phase:" + p.phase)
+    died = [r for r in a.ranks.values() if r.died]
+    real = [r for r in a.ranks.values() if r.rank != "main"]
+    add("ranks_died:" + ("0" if not died else "1" if len(died) == 1 else "2+"))
+    if len(died) == 1 and len(real) >= 2:
+        add("rank_alone")
+    return sorted(acc.toks)
+
+
+_FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]*)", line \d+, in (?P<func>.+)$')
+_ERRORISH = re.compile(r"^(?:ERROR|CRITICAL|FATAL)\b|\[Errno \d+\]")
+_BARE_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
