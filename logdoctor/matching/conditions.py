@@ -115,7 +115,15 @@ def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
 
 
 def _rx(p, compiled):
-    return compiled.get(str(p)) or re.compile(str(p))
+    key = str(p)
+    rx = compiled.get(key)
+    if rx is None:
+        try:
+            rx = compiled[key] = re.compile(key)
+        except re.error as exc:  # only reachable for a rule that skipped lint: say which pattern
+            from logdoctor.errors import RuleError
+            raise RuleError(f"bad regex {key!r}: {exc}") from None
+    return rx
 
 
 def _search_lines(pats, lines, compiled, limit=3):

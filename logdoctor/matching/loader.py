@@ -116,7 +116,7 @@ def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
     if strict:
         from logdoctor.matching.schema import validate_rule_data
         validate_rule_data(data, path, text)
-    return build_rule(data, path, text)
+    return build_rule(data, path, text, compile_regexes=strict)
 
 
 def _line_of(text: str, key: str, value: object = None) -> str:
@@ -132,7 +132,9 @@ def _line_of(text: str, key: str, value: object = None) -> str:
     return ""
 
 
-def build_rule(data: dict, path: Path, text: str = "") -> Rule:
+def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True) -> Rule:
+    """Check and build a Rule. On the explain path regexes compile lazily, when a condition first needs them
+    (most rules stop at their first leaf); lint/test compile all of them up front to report bad ones."""
     def fail(key: str, msg: str, value: object = None):
         raise RuleError(f"{path}{_line_of(text, key, value)}: {msg}")
 
@@ -161,7 +163,7 @@ def build_rule(data: dict, path: Path, text: str = "") -> Rule:
         fixes.append(Fix(lever=f["lever"], op=op, value=f.get("value"), min=f.get("min"), max=f.get("max"),
                          why=str(f.get("why", "")), when=f.get("when")))
     compiled: dict = {}
-    _check_cond(data["match"], compiled, fail)
+    _check_cond(data["match"], compiled, fail, compile_regexes)
     conf = float(data.get("confidence", 0.8))
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
@@ -173,10 +175,10 @@ def build_rule(data: dict, path: Path, text: str = "") -> Rule:
                 no_flag_change=bool(data.get("no_flag_change", False)), path=str(path), compiled=compiled)
 
 
-def _check_cond(cond, compiled: dict, fail) -> None:
+def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> None:
     if isinstance(cond, list):
         for c in cond:
-            _check_cond(c, compiled, fail)
+            _check_cond(c, compiled, fail, compile_regexes)
         return
     if not isinstance(cond, dict) or not cond:
         fail("match", f"a condition must be a mapping, got {cond!r}")
@@ -184,11 +186,11 @@ def _check_cond(cond, compiled: dict, fail) -> None:
         if key in COMBINATORS:
             if not isinstance(val, list):
                 fail(key, f"{key}: expects a list of conditions")
-            _check_cond(val, compiled, fail)
+            _check_cond(val, compiled, fail, compile_regexes)
         elif key == "not":
-            _check_cond(val, compiled, fail)
+            _check_cond(val, compiled, fail, compile_regexes)
         elif key in LEAVES:
-            if key in REGEX_LEAVES:
+            if key in REGEX_LEAVES and compile_regexes:
                 pats = val if isinstance(val, list) else [val]
                 for p in pats:
                     if isinstance(p, dict):
