@@ -202,7 +202,10 @@ def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
             units = {x.unit for x in cur if x.transport == SERVICE and x.unit}
             started = _SD_STARTED.match(r.msg)
             same_unit = not units or r.unit in units or any(u.removesuffix(".service") in r.msg for u in units)
-            if started and same_unit and any(x.transport == SERVICE for x in cur):
+            # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
+            # attempt only once the current one has exited, or when it holds no start line of its own yet
+            own_start = any(x.transport == SYSTEMD and _SD_STARTED.match(x.msg) for x in cur)
+            if started and same_unit and any(x.transport == SERVICE for x in cur) and (exited or not own_start):
                 new = True
             if _SD_EXIT.search(r.msg) or _SD_RESTART.search(r.msg):
                 exited = True

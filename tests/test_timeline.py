@@ -149,3 +149,10 @@ def test_healthy_with_scary_lines_is_not_failed():
     ]
     a = build(read_lines(text).records).last
     assert not a.failed and a.phase == "serving"
+
+
+def test_starting_then_started_is_one_start():
+    text = (ROOT / "tests" / "data" / "starting-started.log").read_text()
+    tl = tl_of(text)
+    assert [a.start_line for a in tl.attempts] == [1, 8]
+    assert tl.attempts[0].failed and tl.attempts[0].phase == "weight_load"

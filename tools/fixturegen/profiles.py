@@ -107,6 +107,12 @@ MODELS = {m.key: m for m in [
           8, 128, 217.6, 50, 10485760, kind="moe", sg_module="llama4", vl_module="mllama4"),
     Model("minimax-m2", "MiniMaxAI/MiniMax-M2", "MiniMaxM2ForCausalLM", 62, 48, 8, 128, 230.1, 130, 196608,
           kind="moe", quant="fp8", sg_module="minimax_m2", vl_module="minimax_m2"),
+    Model("mistral7b", "mistralai/Mistral-7B-Instruct-v0.2", "MistralForCausalLM", 32, 32, 8, 128, 14.48, 3, 32768,
+          sg_module="llama", vl_module="llama"),
+    Model("phi35-mini", "microsoft/Phi-3.5-mini-instruct", "Phi3ForCausalLM", 32, 32, 32, 96, 7.64, 2, 131072,
+          sg_module="phi3", vl_module="phi3"),
+    Model("qwen2-72b", "Qwen/Qwen2-72B-Instruct", "Qwen2ForCausalLM", 80, 64, 8, 128, 145.4, 37, 32768,
+          sg_module="qwen2", vl_module="qwen2"),
 ]}
 
 

@@ -61,6 +61,8 @@ CUDA_ENUM = {
     "invalid device ordinal": "cudaErrorInvalidDevice",
     "peer access is not supported between these two devices": "cudaErrorPeerAccessUnsupported",
     "out of memory": "cudaErrorMemoryAllocation",
+    "misaligned address": "cudaErrorMisalignedAddress",
+    "uncorrectable NVLink error detected during the execution": "cudaErrorNvlinkUncorrectable",
 }
 
 

@@ -5,8 +5,8 @@ from ..case import Case
 
 
 def all_cases() -> list[Case]:
-    from . import healthy, others, seed, sglang_cases, vllm_cases
+    from . import healthy, more, others, seed, sglang_cases, vllm_cases
     out: list[Case] = []
-    for mod in (seed, sglang_cases, vllm_cases, healthy, others):
+    for mod in (seed, sglang_cases, vllm_cases, healthy, others, more):
         out += mod.cases()
     return out
