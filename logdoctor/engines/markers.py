@@ -31,6 +31,14 @@ class Marker:
             raise ValueError(f"marker {self.name}: unknown phase {self.phase}")
 
 
+# deaths any engine's process can show: the shell's report of a SIGKILL, and argparse refusing the command line
+COMMON_DEATHS: tuple[Marker, ...] = (
+    Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
+    Marker("argparse", r"^[\w.\-]+(?: [\w.\-]+)?: error: (?:argument |unrecognized arguments|the following arguments are required)",
+           "launch", "death", keyword="error: "),
+)
+
+
 def match(markers: tuple[Marker, ...], body: str):
     """First marker matching body → (marker, readings), else None."""
     for m in markers:

@@ -1,7 +1,7 @@
 """SGLang phase markers, both wordings (classic ≤0.5.16/0.5.21 and 0.5.17+/0.5.22+/0.5.23); engines.md §A."""
 from __future__ import annotations
 
-from logdoctor.engines.markers import Marker
+from logdoctor.engines.markers import COMMON_DEATHS, Marker
 
 NAME = "sglang"
 # strings that identify SGLang output even without its line prefix (traceback paths, launcher names)
@@ -68,9 +68,6 @@ DEATHS: tuple[Marker, ...] = (
     Marker("init_failed", r"Initialization failed\.(?: warmup error: (?P<warmup_error>.*))?", "launch", "death", keyword="Initialization failed"),
     Marker("subprocess_crashed", r"Subprocess (?P<subprocess>\S+) \(pid=\d+\) crashed with exit code (?P<exit_code>-?\d+)", "launch", "death",
            keyword="crashed with exit code"),
-    Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
-    Marker("argparse", r"^[\w.\-]+(?: [\w.\-]+)?: error: (?:argument |unrecognized arguments|the following arguments are required)",
-           "launch", "death", keyword="error: "),
     Marker("watchdog", r"(?P<watchdog>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<watchdog_timeout>[\d.]+)", "launch", "death",
            keyword="watchdog timeout"),
-)
+) + COMMON_DEATHS

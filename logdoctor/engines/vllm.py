@@ -1,7 +1,7 @@
 """vLLM phase markers (V1, with the V0 wordings that are cheap to keep); engines.md §B."""
 from __future__ import annotations
 
-from logdoctor.engines.markers import Marker
+from logdoctor.engines.markers import COMMON_DEATHS, Marker
 
 NAME = "vllm"
 SIGNATURES = ("vllm.entrypoints", "/vllm/", "vllm serve", "vLLM server version", "vLLM API server version",
@@ -73,8 +73,5 @@ DEATHS: tuple[Marker, ...] = (
            r"The actor died unexpectedly", "launch", "death", keyword="ctor"),
     Marker("config_validation", r"^\d+ validation errors? for \w*Config|^\s*Value error, ", "launch", "death",
            keyword="alue error"),
-    Marker("shell_killed", r"^Killed$", "launch", "death", keyword="Killed"),
-    Marker("argparse", r"^[\w.\-]+(?: [\w.\-]+)?: error: (?:argument |unrecognized arguments|the following arguments are required)",
-           "launch", "death", keyword="error: "),
     Marker("engine_dead", r"EngineDeadError", "launch", "death", keyword="EngineDeadError"),
-)
+) + COMMON_DEATHS
