@@ -72,12 +72,18 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
 
 
 def _step(lever, flag, from_, to, why, engine, version, raw) -> FixStep:
-    """A FixStep with its typed form: the engine's own tokens for the new value (levers.render)."""
+    """A FixStep in the flag's own terms (design.md: `to` is the new value, true for a switch). A lever value that
+    a switch expresses (vLLM torch_compile=False is the switch -O0) becomes true/false for that switch."""
     text = ""
     if to is not None:
         tokens = lv.render(lever, engine, to, version=version, config=raw)
         if tokens == []:
             text = f"remove {flag}"
+            to, from_ = False, (True if from_ is not None else None)
+        elif tokens == [flag]:
+            text = flag
+            was = lv.render(lever, engine, from_, version=version, config=raw) if from_ is not None else None
+            to, from_ = True, (None if was is None else was == [flag])
         elif tokens:
             text = " ".join(tokens)
     return FixStep(lever, flag, from_, to, why, text)
