@@ -120,7 +120,30 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     d.no_flag_change = win.rule.no_flag_change
     if not a.config.known:
         d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
+    d.notes += _tried_notes(tl)
     return d
+
+
+def _tried_notes(tl: Timeline) -> list[str]:
+    """What changed between the attempts in the window ("already tried: --disable-cuda-graph at attempt 3")."""
+    from logdoctor import levers as lv
+    notes = []
+    known = [a for a in tl.attempts if a.config.known]
+    for prev, cur in zip(known, known[1:]):
+        for lever, new in cur.config.levers.items():
+            old = prev.config.levers.get(lever)
+            if new == old or new is None:
+                continue
+            flag = lv.flag_for(lever, tl.engine, tl.engine_version, cur.config.raw)
+            if not flag:
+                continue
+            tokens = lv.render(lever, tl.engine, new, version=tl.engine_version, config=cur.config.raw)
+            if isinstance(new, bool) or (tokens and " ".join(tokens) == flag):
+                change = " ".join(tokens) if tokens else f"removed {flag}"
+            else:
+                change = f"{flag} {old} → {new}"
+            notes.append(f"already tried at attempt {cur.index + 1}: {change}")
+    return notes
 
 
 def _unknown(d: Diagnosis, a: Attempt) -> None:
