@@ -295,3 +295,14 @@ def test_probabilities_sum_to_one():
     for toks in ([], ["exc:OutOfMemoryError", "phase:memory_pool"], ["w:nccl", "phase:dist_init"]):
         p = clf.model.predict_proba(toks)
         assert math.isclose(sum(p.values()), 1.0, abs_tol=1e-12)
+
+
+def test_mechanism_tokens_name_the_mechanism_not_the_story():
+    from logdoctor.classify.features import mechanisms
+    m = mechanisms("torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n"
+                   "Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com for more information.")
+    assert "capture" in m and "name=cudaerrorstreamcaptureunsupported" in m
+    assert "cuda=operation_not_permitted" in m and "permission" not in m   # the message up to " when"
+    m = mechanisms("OSError: [Errno 98] Address already in use")
+    assert "addr_in_use" in m and "errno=98" in m
+    assert "nccl_system" in mechanisms("ncclSystemError: System call (e.g. socket, malloc) failed")

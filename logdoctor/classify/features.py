@@ -19,6 +19,11 @@
   xid:<code> xid_class:<hardware|app|other> kernel:<fallen_off|oom_kill>   kernel events
   sd:<key>=<value>     systemd verdict (result, exit code/status/signal, timeout, restarts)
   shape tokens         fatal_blocks:<0|1|2+>, attempts:<1|2+>, prev_phase:<phase>, ranks_died:<n>, rank_alone
+  mech:<family> mech_phase:<family>@<phase>   mechanism tokens (mechanisms(): error families such as oom,
+                       capture, illegal_address, nccl_system, addr_in_use; CUDA/cuBLAS/NCCL error names; errno=<n>;
+                       the short "cuda error: ..." message), alone and crossed with the failure phase
+  <ns>_phase:<value>@<phase>   inner_exc, death, xid_class, kernel, fn_in, sd status/signal crossed with the phase
+  marker:<name> last_marker:<name>   engine marker families seen in the attempt, and the last one before the end
 
 Masking (Drain-style): quoted strings → <str>, URLs → <url>, paths → <path>, IP[:port] → <ip>, hex → <hex>,
 sizes (12.5 GiB) → <size>, numbers → <num>; lowercased, whitespace collapsed, cut at 24 words.
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 # Xid classes: kept in step with matching/conditions.py (engines.md §E); duplicated to keep this module standalone
 XID_HARDWARE = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
@@ -42,6 +47,7 @@ _PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
 MAX_TEMPLATE_WORDS = 24
 MAX_ERROR_LINES = 30
 MAX_MSG_LINES = 3
+MAX_RAW_CHARS = 4000
 
 _MASKS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`"), " <str> "),
@@ -78,10 +84,11 @@ def _first_lines(text: str, n: int = MAX_MSG_LINES) -> list[str]:
 class _Acc:
     """Token accumulator (insertion-ordered set)."""
 
-    __slots__ = ("toks",)
+    __slots__ = ("toks", "raw")
 
     def __init__(self):
         self.toks: dict[str, None] = {}
+        self.raw: list[str] = []        # decisive texts, whole, for the mechanism scan (mechanisms())
 
     def add(self, tok: str) -> None:
         self.toks[tok] = None
@@ -89,6 +96,8 @@ class _Acc:
     def text(self, src: str, text: str) -> None:
         """Template + words + bigrams (all tagged with the source) + flags of a decisive text (the first lines of a
         multi-line message)."""
+        if src != "hint" and text:
+            self.raw.append(text[:MAX_RAW_CHARS])
         for line in _first_lines(text):
             for fl in _FLAG.findall(line.lower()):
                 self.add("flag:" + fl)
@@ -271,7 +280,104 @@ def features(tl, attempt) -> list[str]:
     add("ranks_died:" + ("0" if not died else "1" if len(died) == 1 else "2+"))
     if len(died) == 1 and len(real) >= 2:
         add("rank_alone")
+
+    # mechanisms: what failed (error families), what was going on (engine markers), each crossed with the phase
+    ph = a.phase
+    for m in mechanisms("\n".join(acc.raw)):
+        add("mech:" + m)
+        add(f"mech_phase:{m}@{ph}")
+    for t in list(acc.toks):
+        ns, _, v = t.partition(":")
+        if ns in ("inner_exc", "death", "xid_class", "kernel", "fn_in") or t.startswith(("sd:status=", "sd:signal=")):
+            add(f"{ns}_phase:{v}@{ph}")
+    markers = [e.name for e in a.events if e.kind == "marker"]
+    for name in markers:
+        add("marker:" + name)
+    if markers:
+        add("last_marker:" + markers[-1])
     return sorted(acc.toks)
+
+
+# Error families: (name, pattern) over the lowercased decisive texts (exception messages, ERROR lines, kernel,
+# systemd and death lines; not the engine's generic advice). Names say the mechanism, not the story.
+_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("oom", r"out of memory|outofmemoryerror|cuda_error_out_of_memory|cudaerrormemoryallocation|\boom\b"),
+    ("mem_short", r"not enough (?:gpu )?memory|no enough gpu memory|no available memory|insufficient (?:gpu )?memory"
+                  r"|memory is not enough|exceeds? (?:the )?(?:available|gpu) memory"),
+    ("kv_words", r"kv[ _-]?cache|cache blocks|gpu blocks|num_gpu_blocks|max_total_num_tokens|max_num_seqs|kv blocks"),
+    ("weights_words", r"load(?:ing)? (?:the )?(?:model )?weights|weight_loader|load_weights|safetensors|checkpoint shards"),
+    ("capture", r"stream is capturing|streamcapture|during capture|cuda ?graph|capture_one|graph capture"),
+    ("illegal_address", r"illegal memory access|illegaladdress|illegal address|misaligned address"),
+    ("device_assert", r"device-side assert|cudaerrorassert|assertion .* failed\. *$"),
+    ("launch_failure", r"unspecified launch failure|cudaerrorlaunchfailure"),
+    ("ecc", r"\becc\b|eccuncorrectable"),
+    ("nvlink", r"nvlink"),
+    ("fallen_off", r"fallen off the bus|gpu is lost|gpu lost"),
+    ("cuda_unknown", r"cuda error: unknown error|cudaerrorunknown"),
+    ("invalid_device", r"invalid device ordinal|cudaerrorinvaliddevice|no cuda gpus are available|no cuda-capable device"),
+    ("no_kernel_image", r"no kernel image|nokernelimage|not compatible with the current pytorch installation"),
+    ("arch_words", r"\bsm_?\d{2,3}a?\b|compute capability|\bsm version|architecture|blackwell|hopper|ampere|gencode"),
+    ("driver", r"driver version|insufficientdriver|nvidia driver|libcuda|\bnvml\b"),
+    ("undefined_symbol", r"undefined symbol|cannot open shared object|\.so: |importerror|modulenotfounderror"),
+    ("build_failed", r"ninja build failed|compilation failed|nvcc|\bjit\b|error building extension"),
+    ("out_of_resources", r"out of resource|outofresources|shared memory, required"),
+    ("cublas", r"cublas_status|cublas"),
+    ("nccl", r"\bnccl"),
+    ("nccl_system", r"ncclsystemerror|unhandled system error"),
+    ("nccl_cuda", r"ncclunhandledcudaerror|unhandled cuda error"),
+    ("nccl_remote", r"ncclremoteerror|remote process|network error"),
+    ("nccl_usage", r"ncclinvalidusage|invalid usage|ncclinvalidargument"),
+    ("nccl_internal", r"ncclinternalerror|internal check failed"),
+    ("watchdog", r"watchdog"),
+    ("timeout", r"timed? ?out|timeout|deadline exceeded"),
+    ("dist_net", r"distnetworkerror|client socket|server socket|rendezvous|tcpstore|connect to any network|no route to host"),
+    ("dist_backend", r"distbackenderror|process group|init_process_group|\bgloo\b|torch\.distributed"),
+    ("addr_in_use", r"address already in use|eaddrinuse|failed to listen|bind on address|failed to bind"),
+    ("conn_refused", r"connection refused|econnrefused"),
+    ("no_space", r"no space left"),
+    ("permission", r"permission denied|operation not permitted(?! when stream)"),
+    ("not_found", r"no such file|not found|does not exist|does not appear to have|couldn't instantiate|cannot find"),
+    ("hub", r"huggingface|repository|gated repo|401 client error|403 client error|\bhf_"),
+    ("corrupt", r"deserializ|header|incomplete|corrupt|truncated|unexpected eof|invalid load key"),
+    ("tokenizer", r"tokenizer|sentencepiece|tiktoken"),
+    ("remote_code", r"trust[_-]remote[_-]code|custom code"),
+    ("unsupported", r"not supported|unsupported|only supported|is not implemented"),
+    ("divisible", r"divisible"),
+    ("requires", r"requires? |must be|should be|cannot be|can't be|is greater than|is smaller than|is less than"
+                 r"|exceeds"),
+    ("argparse", r"unrecognized arguments|invalid choice|error: argument|usage: |expected one argument"),
+    ("invalid_value", r"invalid (?:value|argument|literal|choice)|valueerror"),
+    ("proxy", r"proxyerror|proxy"),
+    ("killed", r"\bkilled\b|sigkill|signal 9|oom-kill|oom_kill|oom-killer"),
+    ("host_mem", r"oom-kill|killed process|total-vm|anon-rss|memory cgroup|os oom|cpu memory|host memory|\bram\b"),
+    ("died", r"died|exited unexpectedly|dead|terminated"),
+    ("segfault", r"segmentation fault|sigsegv|signal 11|core dumped"),
+    ("abort", r"sigabrt|aborted|terminate called"),
+    ("dynamo", r"_dynamo|dynamic shape|graph break|inductor|torch\.compile|torch_compile"),
+    ("triton", r"\btriton"),
+    ("workspace", r"workspace|buffer overflow"),
+    ("stopped", r"start operation timed out|stopping|deactivated|sigterm|signal 15"),
+    ("health", r"health|not ready|readiness|wait(?:ing)? for"),
+    ("download", r"download|snapshot|fetching"),
+)
+_FAMILY_RX = tuple((n, re.compile(p)) for n, p in _FAMILIES)
+_CUDA_NAME = re.compile(r"\b(cudaerror[a-z]+|cuda_error_[a-z_]+|cublas_status_[a-z_]+|nccl[a-z]*error)\b")
+_ERRNO = re.compile(r"\[errno (\d+)\]|\(os error (\d+)\)|errno[ =:]+(\d+)")
+_CUDA_MSG = re.compile(r"cuda error: ([a-z][a-z -]{3,60}?)(?:\n|$|\.| when| at| \()")
+
+
+def mechanisms(text: str) -> list[str]:
+    """Mechanism tokens of some decisive text: the error families it names (see _FAMILIES), the CUDA / cuBLAS / NCCL
+    error names (cudaErrorIllegalAddress → cuda=cudaerrorillegaladdress), Errno codes, and the short CUDA error
+    message ("cuda error: an illegal memory access was encountered")."""
+    s = text.lower()
+    out = [n for n, rx in _FAMILY_RX if rx.search(s)]
+    out += ["name=" + m for m in sorted(set(_CUDA_NAME.findall(s)))]
+    for g in _ERRNO.findall(s):
+        code = next(x for x in g if x)
+        out.append("errno=" + code)
+    out += ["cuda=" + m.strip().replace(" ", "_") for m in sorted(set(_CUDA_MSG.findall(s)))]
+    return sorted(set(out))
 
 
 _FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]*)", line \d+, in (?P<func>.+)$')
