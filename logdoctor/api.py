@@ -162,10 +162,17 @@ def _exc_text(b) -> str:
 
 
 def _evidence(win: Candidate, a: Attempt) -> list[Evidence]:
+    """1-5 evidence lines, each as the log shows it (a leaf may have matched only part of the line, e.g. the
+    inner error of a wrapper)."""
+    by_line: dict[int, list[str]] = {}
+    for r in a.records:
+        by_line.setdefault(r.line, []).append(r.msg)
     seen: dict[int, str] = {}
     for ln, text in win.hit.evidence:
         if ln and ln not in seen:
-            seen[ln] = text.splitlines()[0][:300] if text else ""
+            first = text.splitlines()[0] if text else ""
+            whole = next((m for m in by_line.get(ln, ()) if first and first in m), None)
+            seen[ln] = (whole or first)[:300]
     return [Evidence(ln, seen[ln]) for ln in sorted(seen)][:5]
 
 
@@ -184,7 +191,7 @@ def _fmt(x):
     return x
 
 
-_MISSING = "\x00?"
+_MISSING = "\x00missing\x00"
 
 
 def _fill(template: str, vars_: dict) -> str:
@@ -200,7 +207,7 @@ def _fill(template: str, vars_: dict) -> str:
         return text
     if _MISSING not in text:
         return text
-    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z(\"'])", text)
+    sentences = re.split(r"(?<=[.!?])\s+", text)
     return " ".join(s for s in sentences if _MISSING not in s).strip()
 
 
@@ -214,5 +221,5 @@ def _ready_text(a: Attempt) -> str:
     if "max_total_num_tokens" in r:
         bits.append(f"max_total_num_tokens={_fmt(r['max_total_num_tokens'])}")
     if "kv_tokens" in r:
-        bits.append(f"KV cache {r['kv_tokens']} tokens")
+        bits.append(f"KV cache {_fmt(r['kv_tokens'])} tokens")
     return ("ready to serve" + (f" ({', '.join(str(b) for b in bits)})" if bits else "")) + "."

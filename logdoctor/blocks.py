@@ -93,11 +93,12 @@ class Block:
 
 
 class _Builder:
-    __slots__ = ("block", "state", "fed", "key", "exc_lines", "link", "last")
+    __slots__ = ("block", "state", "fed", "key", "exc_lines", "link", "last", "sig")
 
     def __init__(self, block: Block, key, fed: int):
         self.block, self.state, self.fed, self.key, self.exc_lines, self.link = block, "frames", fed, key, 0, None
         self.last = "start"   # kind of the last line fed: start | file | code | ...
+        self.sig = None       # (level, source) of the prefixed line that carried the exception
 
     @property
     def sec(self) -> Section:
@@ -238,6 +239,8 @@ def _route(open_: list[_Builder], rec: Record, key, msg: str) -> _Builder | None
         cands = [b for b in open_ if _expects(b, kind)]
     same = [b for b in cands if b.key == key]
     if rec.prefix_engine is not None:
+        # vLLM repeats its prefix on every line of one record; a line with another level or source is a new record
+        same = [b for b in same if b.state not in ("exc", "hint") or b.sig in (None, (rec.level, rec.src))]
         return min(same, key=lambda b: b.fed) if same else None
     # bare line: same writer first (same host/pid), then grammar + least recently fed
     host_pid = (rec.host, rec.extra.get("tag_pid") or rec.pid)
@@ -299,6 +302,7 @@ def _feed(b: _Builder, rec: Record, msg: str, open_: list[_Builder]) -> None:
             b.sec.exc_line = rec.line
             blk.records.append(rec)
             b.state, b.exc_lines = "exc", 0
+            b.sig = (rec.level, rec.src) if rec.prefix_engine is not None else None
             blk.complete = True
             return
         # free text where an exception was expected: "ExcType: msg" with spaces in the type, or a plain message

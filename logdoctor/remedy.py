@@ -24,6 +24,8 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
         if not flag:
             continue
         current = cfg.levers.get(f.lever)
+        if current is None:  # the error itself may state the value in force ("Current value: mem_fraction_static=0.88")
+            current = _number(captures.get(f"{f.lever}_now"))
         tried = _tried(f.lever, attempt, tl) | set((tried_extra or {}).get(f.lever, ()))
         bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
         if f.op in ("enable", "disable"):
@@ -87,6 +89,16 @@ def _step(lever, flag, from_, to, why, engine, version, raw) -> FixStep:
         elif tokens:
             text = " ".join(tokens)
     return FixStep(lever, flag, from_, to, why, text)
+
+
+def _number(v):
+    if v is None:
+        return None
+    try:
+        x = float(str(v))
+    except ValueError:
+        return None
+    return int(x) if x.is_integer() and "." not in str(v) else x
 
 
 def _tried(lever: str, attempt: Attempt, tl: Timeline) -> set:

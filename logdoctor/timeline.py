@@ -396,6 +396,12 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         or a.systemd.get("oom") == "true")
     kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") for e in a.kernel)
     after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
+    if ready_line:
+        # a per-request error (a 400 for a too-long prompt) prints a traceback too; the service kept serving if
+        # serving evidence (request logs, throughput lines) follows the traceback
+        serving_after = [e.line for e in a.events if e.kind == "marker" and e.phase == "serving" and e.line > ready_line]
+        after_ready = [b for b in after_ready if not any(l > b.last_line for l in serving_after)
+                       or any(d.line > b.last_line for d in deaths)]
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.ready = bool(ready_line)
     # ERROR lines outside tracebacks: fatal before the service came up; after it, only when a shutdown follows
@@ -444,7 +450,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
             break
     if fp is None:
         fp = _error_phase(after_ready, a)
-    if at is None or (at == "launch" and fp) or (implied and from_frames and fp != at):
+    if at is None or (at == "launch" and fp) or (implied and fp and fp != at):
         # markers say nothing, or only guessed the next phase: the frames know where it was
         a.phase, a.phase_source = (fp, "frames") if fp else ("launch" if a.start_seen else "unknown", "none")
     else:

@@ -5,7 +5,7 @@ from logdoctor.engines.markers import COMMON_DEATHS, Marker
 
 NAME = "sglang"
 # strings that identify SGLang output even without its line prefix (traceback paths, launcher names)
-SIGNATURES = ("sglang.launch_server", "sglang serve ", "/sglang/srt/", "sglang/srt/", "server_args=ServerArgs(", "sglang is using nccl",
+SIGNATURES = ("sglang.launch_server", "sglang serve ", "--mem-fraction-static", "mem_fraction_static", "/sglang/srt/", "sglang/srt/", "server_args=ServerArgs(", "sglang is using nccl",
               "The server is fired up and ready to roll", "Scheduler hit an exception")
 
 MARKERS: tuple[Marker, ...] = (

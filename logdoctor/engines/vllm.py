@@ -4,7 +4,7 @@ from __future__ import annotations
 from logdoctor.engines.markers import COMMON_DEATHS, Marker
 
 NAME = "vllm"
-SIGNATURES = ("vllm.entrypoints", "/vllm/", "vllm serve", "vLLM server version", "vLLM API server version",
+SIGNATURES = ("vllm.entrypoints", "--gpu-memory-utilization", "gpu_memory_utilization", "/vllm/", "vllm serve", "vLLM server version", "vLLM API server version",
               "Initializing a V1 LLM engine", "EngineCore failed to start", "Initializing an LLM engine")
 
 MARKERS: tuple[Marker, ...] = (
@@ -35,10 +35,11 @@ MARKERS: tuple[Marker, ...] = (
            keyword="graph"),
     Marker("compile_total", r"torch\.compile (?:took|takes) (?P<compile_s>[\d.]+) s in total", "graph_capture", "end", then="memory_pool",
            keyword="torch.compile t"),
-    Marker("graph_mem_profile", r"CUDA graph memory profiling is enabled|Estimated CUDA graph memory: (?P<est_graph_gib>[\d.]+) GiB", "memory_pool",
+    Marker("graph_mem_profile", r"CUDA graph memory profiling is enabled|Estimated CUDA graph memory: (?P<est_graph_gib>[\d.]+) GiB", "memory_pool", "begin",
            keyword="CUDA graph memory"),
-    Marker("mem_profile", r"Memory profiling takes (?P<profile_s>[\d.]+) seconds", "memory_pool", keyword="Memory profiling"),
-    Marker("kv_avail", r"Available KV cache memory: (?P<available_kv_gib>-?[\d.]+) GiB", "memory_pool", keyword="Available KV cache memory"),
+    Marker("mem_profile", r"Memory profiling takes (?P<profile_s>[\d.]+) seconds", "memory_pool", "begin", keyword="Memory profiling"),
+    Marker("kv_avail", r"Available KV cache memory: (?P<available_kv_gib>-?[\d.]+) GiB", "memory_pool", "begin",
+           keyword="Available KV cache memory"),
     Marker("kv_size", r"(?:GPU(?: \+ host)?) KV cache size: (?P<kv_tokens>[\d,]+) tokens", "memory_pool", "end", then="graph_capture",
            keyword="KV cache size"),
     Marker("num_blocks", r"# (?:GPU|cuda) blocks: (?P<gpu_blocks>\d+)", "memory_pool", "end", then="graph_capture", keyword="blocks:"),
