@@ -75,14 +75,10 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None)
         entries, bad = journal_export.parse_export(data)
         res = read_entries(((e.fields, e.first_line, e.last_line) for e in entries), origin, fmt="journal-export",
                            numbered=True)
-        total = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-        covered = sum(e.last_line - e.first_line + 1 for e in entries)
-        blank = total - covered - (total - entries[-1].last_line if entries and bad else 0)
         for line, reason in bad:
             res.unparsed.append(Unparsed(line, "", reason))
         res.stats.unparsed += len(bad)
         res.stats.read = res.stats.parsed + res.stats.unparsed
-        del blank
         return res
     text, bad_bytes = decode(data)
     lines = text.split("\n") if text else []
@@ -178,10 +174,7 @@ def read_entries(entries: Iterable, origin: str = "<journal>", *, fmt: str = "jo
         stats.parsed += 1
         stats.count_format(fmt)
         outer = journal_json.entry_outer(fields, fmt)
-        for rec in _entry_records(outer, first, last):
-            records.append(rec)
-            if rec.transport == META or not rec.msg.strip():
-                pass
+        records.extend(_entry_records(outer, first, last))
         if not outer.msg.strip():
             stats.skipped += 1
     return ReadResult(records=records, stats=stats, origin=origin)

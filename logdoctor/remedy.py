@@ -171,8 +171,6 @@ def render_fix(f: FixStep) -> str:
         return f"{f.flag} {f.from_} → {f.text[len(f.flag):].strip()}"
     if f.text:
         return f.text
-    if f.to is True:
-        return f"add {f.flag}"
     if f.to is False:
         return f"remove {f.flag}"
     if f.to is None:

@@ -439,7 +439,6 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         return
     # phase at the first fatal line, of the failing rank when it has markers of its own
     at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
-    first_block = min(after_ready, key=lambda b: b.first_line) if after_ready else None
     fp, from_frames = None, False
     # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
     frag = [b for b in a.blocks if b not in after_ready and (not ready_line or b.first_line > ready_line)]
@@ -457,7 +456,6 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         a.phase, a.phase_source = at, "markers"
     if ready_line and a.fatal_line > ready_line:
         a.phase, a.phase_source = "serving", "markers"
-    del first_block
 
 
 def _error_phase(blocks: list[Block], a: Attempt) -> str | None:

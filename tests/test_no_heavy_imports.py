@@ -1,4 +1,5 @@
-"""explain must stay fast: reading, timeline and diagnosis never import pandas or scikit-learn."""
+"""explain must stay fast: reading, timeline, rules and classifier inference never import pandas, scikit-learn or
+numpy."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ try:
     runpy.run_module("logdoctor", run_name="__main__")
 except SystemExit:
     pass
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "sklearn", "scipy", "jsonschema"))
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "sklearn", "scipy", "numpy", "jsonschema"))
 print(json.dumps(heavy), file=sys.stderr)
 """
 
@@ -33,4 +34,6 @@ def test_explain_imports_nothing_heavy():
     p = subprocess.run([sys.executable, "-c", PROBE, str(LOG)], capture_output=True, text=True, cwd=ROOT)
     heavy = json.loads(p.stderr.strip().splitlines()[-1])
     assert heavy == [], heavy
-    assert json.loads(p.stdout)["schema"] == "logdoctor.diagnosis/v1"
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "logdoctor.diagnosis/v1"
+    assert doc["failed"] is True  # a failing log: rules and the shipped classifier both ran
