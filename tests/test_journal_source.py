@@ -529,8 +529,12 @@ def test_error_unreadable_file(sglang_journal, tmp_path, backend, monkeypatch):
             _assert_input_error(lambda: read(backend, files=[locked]), match="permission denied")
             return
         setpriv = shutil.which("setpriv")
-        if setpriv is None:  # root reads everything: simulate the refusal
-            real_open = os.open
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable] if setpriv else None
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # an unprivileged user must be able to import the checkout (a clone in a 0700 folder is not readable)
+        if drop is None or subprocess.run(drop + ["-c", "import logdoctor.sources.journal"], cwd="/", env=env,
+                                          capture_output=True).returncode != 0:
+            real_open = os.open  # root reads everything: simulate the refusal
 
             def deny(path, *a, **k):
                 if os.fspath(path) == str(locked):
@@ -543,9 +547,8 @@ def test_error_unreadable_file(sglang_journal, tmp_path, backend, monkeypatch):
                 "from logdoctor.sources.journal import iter_journal_entries as it\n"
                 "try:\n    list(it(files=[sys.argv[1]], prefer=sys.argv[2]))\nexcept InputError as e:\n"
                 "    print('InputError:', e)\nelse:\n    print('no error')\n")
-        p = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code,
-                            str(locked), backend], capture_output=True, text=True, cwd=REPO,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        p = subprocess.run(drop + ["-c", code, str(locked), backend], capture_output=True, text=True, cwd="/",
+                           env=env)
         assert p.returncode == 0, p.stderr
         assert p.stdout.startswith("InputError:") and "permission denied" in p.stdout, p.stdout + p.stderr
     finally:
