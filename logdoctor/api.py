@@ -58,6 +58,10 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
 
 def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
              loaded_rules: list[Rule] | None = None, classifier="default") -> Diagnosis:
+    """Diagnose one log. `history` is in design.md's signature for the attempt store (issue 12); until that store
+    exists it must be None: anything else raises UsageError rather than being silently ignored."""
+    if history is not None:
+        raise UsageError("history= is reserved for the attempt store and not implemented yet; pass history=None")
     res = source if isinstance(source, ReadResult) else read_any(source)
     if classifier == "default":   # the shipped model, as `explain` uses it (None: rules only)
         from logdoctor.classify.runtime import load_default

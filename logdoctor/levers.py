@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from logdoctor.vocab import OPS
+
 __all__ = [
     "Spelling", "Field", "Side", "Lever", "LEVERS", "ENGINES", "OPS",
     "flag_for", "render", "default_for", "lever_for_field", "levers_from_config", "step", "version_tuple",
 ]
 
 ENGINES = ("sglang", "vllm")
-OPS = ("set", "raise", "lower", "halve", "double", "enable", "disable")
 
 
 @dataclass(frozen=True)

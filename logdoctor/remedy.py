@@ -8,8 +8,7 @@ from logdoctor.matching.loader import Fix, Rule
 from logdoctor.timeline import Attempt, Timeline
 
 
-def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
-         ) -> tuple[list[FixStep], list[str]]:
+def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline) -> tuple[list[FixStep], list[str]]:
     """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set")."""
     fixes: list[FixStep] = []
     notes: list[str] = []
@@ -19,14 +18,13 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
     for f in rule.fixes:
         if not _when(f, captures, cfg.levers, engine):
             continue
-        flag = lv.flag_for(f.lever, engine, version, cfg.raw) if engine in ("sglang", "vllm") else \
-            lv.flag_for(f.lever, engine, version, cfg.raw)
+        flag = lv.flag_for(f.lever, engine, version, cfg.raw)
         if not flag:
             continue
         current = cfg.levers.get(f.lever)
         if current is None:  # the error itself may state the value in force ("Current value: mem_fraction_static=0.88")
             current = _number(captures.get(f"{f.lever}_now"))
-        tried = _tried(f.lever, attempt, tl) | set((tried_extra or {}).get(f.lever, ()))
+        tried = _tried(f.lever, attempt, tl)
         bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
         if f.op in ("enable", "disable"):
             want = f.op == "enable"

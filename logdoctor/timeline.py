@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypedDict
 
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
@@ -16,6 +17,7 @@ from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
 from logdoctor.engines import others, sglang, vllm
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+from logdoctor.vocab import EventKind, PhaseSource
 
 PHASES = mk.PHASES
 PHASE_INDEX = mk.PHASE_INDEX
@@ -62,10 +64,23 @@ _SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished se
 _FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
 
 
+class SystemdVerdict(TypedDict, total=False):
+    """systemd's verdict on an attempt, merged from its `systemd` events (values as systemd printed them)."""
+
+    code: str          # exited | killed | dumped (Main process exited, code=...)
+    status: str        # exit status or signal number
+    signal: str        # signal name, "None" when systemd named none
+    result: str        # Failed with result '...'
+    oom: str           # "true": the unit's OOM killer verdict
+    stopped_by: str    # "operator": a stop job someone asked for
+    restarts: str      # restart counter
+    timeout: str       # "start": a start operation timed out
+
+
 @dataclass(slots=True)
 class Event:
     line: int
-    kind: str                      # marker | death | systemd | kernel | config | block
+    kind: EventKind                # vocab.EVENT_KINDS: marker | death | systemd | kernel
     name: str
     phase: str | None = None
     rank: str | None = None
@@ -113,13 +128,13 @@ class Attempt:
     ranks: dict[str, RankView]
     config: Config
     phase: str = "unknown"         # where it failed, or the furthest phase reached when it did not
-    phase_source: str = "markers"  # markers | frames | none
+    phase_source: PhaseSource = "markers"  # vocab.PHASE_SOURCES: markers | frames | none
     failed: bool = False
     ready: bool = False
     first_failing_rank: str | None = None
     fatal_line: int = 0            # first fatal line (traceback/death) of the attempt
     start_seen: bool = False       # the launch of this attempt is inside the window
-    systemd: dict[str, str] = field(default_factory=dict)   # result, exit code/status, timeout
+    systemd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())   # result, exit code/status, timeout
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
 
@@ -249,7 +264,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     phase = None                  # attempt-level current phase
     ready_line = 0
     death_lines: list[Event] = []
-    sd: dict[str, str] = {}
+    sd: SystemdVerdict = {}
     kernel: list[Event] = []
     readings: dict[str, float | str] = {}
     start_seen = False

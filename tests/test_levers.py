@@ -279,5 +279,6 @@ def test_step_never_repeats_and_respects_bounds_and_direction(lever, current, op
     assert isinstance(got, int) if lv.kind == "int" else isinstance(got, float)
 
 
-def test_ops_constant():
-    assert set(OPS) == {"set", "raise", "lower", "halve", "double", "enable", "disable"}
+def test_ops_are_the_vocabulary_ops():
+    from logdoctor import vocab
+    assert OPS is vocab.OPS and set(OPS) == set(vocab.FIX_OPS)

@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import re
 
-FEATURE_VERSION = 2
+from logdoctor.vocab import PHASE_INDEX as _PHASE_INDEX
+from logdoctor.vocab import PHASES, xid_class
 
-# Xid classes: kept in step with matching/conditions.py (engines.md §E); duplicated to keep this module standalone
-XID_HARDWARE = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-XID_APP = {13, 31, 43, 45, 8, 109}
-PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving")
-_PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+FEATURE_VERSION = 2
 
 MAX_TEMPLATE_WORDS = 24
 MAX_ERROR_LINES = 30
@@ -224,7 +221,7 @@ def features(tl, attempt) -> list[str]:
         if e.name == "xid":
             x = e.values.get("xid")
             add(f"xid:{x}")
-            add("xid_class:" + ("hardware" if x in XID_HARDWARE else "app" if x in XID_APP else "other"))
+            add("xid_class:" + xid_class(x))
         else:
             add("kernel:" + e.name)
         acc.text("kern", e.text)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import Model
+from logdoctor.vocab import CAUSE_TITLES
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "classifier.json"
 DECISIVE_CONFIDENCE = 0.7
@@ -42,21 +43,6 @@ SWITCH_MARGIN = 0.10
 DISSENT_P = 0.05
 DISSENT_FACTOR = 0.85
 
-CAUSE_TITLES = {
-    "kv_cache_oom": "the KV cache / memory pool did not fit in the memory left after the weights",
-    "weights_oom": "the model weights did not fit in GPU memory",
-    "activation_oom": "GPU memory ran out in a forward pass (profile / warm-up / prefill)",
-    "graph_capture_fault": "CUDA-graph capture failed",
-    "hardware_fault": "a GPU, driver or interconnect fault on this host",
-    "distributed_init": "distributed initialisation (NCCL / gloo / torch.distributed) failed",
-    "port_in_use": "a port the server needs is already in use",
-    "model_load_error": "the model could not be loaded (path, config, weights or tokenizer)",
-    "config_invalid": "the engine rejected an argument value",
-    "kernel_arch_mismatch": "a build / architecture mismatch: a kernel, library or driver does not fit this GPU",
-    "illegal_memory_access": "a device-side crash (illegal memory access / assert) in a kernel",
-    "host_oom": "host RAM ran out: the kernel's OOM killer ended the process",
-    "startup_timeout": "the service was stopped for taking too long to start",
-}
 
 
 class Classifier:

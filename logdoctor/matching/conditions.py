@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from logdoctor.blocks import Block
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
+from logdoctor.vocab import XID_APP, XID_HARDWARE
 
-# Xid classes (engines.md §E): GPU/driver/interconnect faults vs. usually the application's own bug
-XID_HARDWARE = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-XID_APP = {13, 31, 43, 45, 8, 109}
 _WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 
 

@@ -14,13 +14,9 @@ from pathlib import Path
 import yaml
 
 from logdoctor.errors import RuleError
+from logdoctor.vocab import CAUSES, OPS
+from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
 
-CAUSES = ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault", "distributed_init",
-          "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch", "illegal_memory_access",
-          "host_oom", "startup_timeout")
-PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving",
-          "unknown")
-OPS = ("set", "raise", "lower", "halve", "double", "enable", "disable")
 LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "phase", "phase_reached",
           "phase_not_reached", "flag", "xid", "kernel", "systemd", "exit_code", "ranks_failed", "attempts", "death",
           "engine", "level", "hint", "env", "reading")
@@ -59,7 +55,6 @@ class Rule:
     priority: int = 50
     confidence: float = 0.8
     phases: tuple[str, ...] = ()
-    versions: str | None = None
     explain: str = ""
     fixes: list[Fix] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
@@ -169,7 +164,7 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
         fail("confidence", "confidence must be in (0, 1]")
     return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
                 match=data["match"], priority=int(data.get("priority", 50)), confidence=conf,
-                phases=tuple(phases), versions=data.get("versions"), explain=str(data.get("explain", "")),
+                phases=tuple(phases), explain=str(data.get("explain", "")),
                 fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
                 examples=[str(e) for e in data.get("examples", []) or []],
                 no_flag_change=bool(data.get("no_flag_change", False)), path=str(path), compiled=compiled)
