@@ -143,7 +143,7 @@ class Classifier:
                 for k, v in m.items():
                     if k in ("all", "any") and isinstance(v, list):
                         parts += v
-                    elif k not in ("none", "not", "scope", "rank", "capture"):
+                    elif k not in ("none", "not", "scope"):
                         parts.append({k: v})
             n = 0
             for p in parts:
@@ -209,8 +209,12 @@ class Classifier:
         return s.replace("{", "{{").replace("}", "}}")
 
 
-_EVIDENCE_LEAVES = frozenset(("message", "error", "inner", "wrapper", "exception", "frame", "file", "hint", "kernel",
-                              "xid", "systemd", "exit_code"))
+def _evidence_leaves() -> frozenset[str]:
+    from logdoctor.matching.conditions import LEAVES
+    return frozenset(name for name, lf in LEAVES.items() if lf.evidence)
+
+
+_EVIDENCE_LEAVES = _evidence_leaves()
 
 
 def _has_evidence_leaf(cond) -> bool:
@@ -239,7 +243,7 @@ def _evidence_only(cond):
             sub = [x for x in (_evidence_only(c) for c in v) if x]
             if sub:
                 out[k] = sub
-        elif k in _EVIDENCE_LEAVES or k in ("scope", "rank", "capture"):
+        elif k in _EVIDENCE_LEAVES or k == "scope":
             out[k] = v
         elif k in ("none", "not"):
             out[k] = v

@@ -157,8 +157,17 @@ def catalogue_markdown(all_rules) -> str:
 
 @rules.command("docs")
 @click.option("--out", type=click.Path(dir_okay=False), help="write here instead of stdout")
-def docs_cmd(out):
+@click.option("--all", "write_all", is_flag=True,
+              help="rewrite every generated file in the checkout: the catalogue, docs/rules.md's leaf reference and "
+                   "the rule JSON Schema")
+def docs_cmd(out, write_all):
     """Write the rule catalogue (markdown) generated from rule metadata."""
+    if write_all:
+        from logdoctor.matching.docgen import generated_files
+        for path, make in generated_files(bundled_rules_dir().parent).items():
+            path.write_text(make(), encoding="utf-8")
+            click.echo(f"wrote {path}")
+        return
     text = catalogue_markdown(load_rules(()))
     if out:
         Path(out).write_text(text)

@@ -1,1 +1,3 @@
 """Engine knowledge: line prefixes, phase markers, config dumps, per engine."""
+
+ENGINE_NAMES = ("sglang", "vllm", "tgi", "trtllm", "lmdeploy")

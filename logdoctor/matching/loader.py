@@ -14,14 +14,13 @@ from pathlib import Path
 import yaml
 
 from logdoctor.errors import RuleError
+from logdoctor.matching.conditions import LEAVES as _REGISTRY
 from logdoctor.vocab import CAUSES, OPS
 from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
 
-LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "phase", "phase_reached",
-          "phase_not_reached", "flag", "xid", "kernel", "systemd", "exit_code", "ranks_failed", "attempts", "death",
-          "engine", "level", "hint", "env", "reading")
+LEAVES = tuple(_REGISTRY)
 COMBINATORS = ("all", "any", "none")
-REGEX_LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "kernel", "death", "hint")
+REGEX_LEAVES = tuple(name for name, lf in _REGISTRY.items() if lf.regex)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -194,7 +193,7 @@ def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> Non
                         compiled[str(p)] = re.compile(str(p))
                     except re.error as exc:
                         fail(key, f"bad regex {p!r}: {exc}")
-        elif key in ("scope", "rank", "capture"):
+        elif key == "scope":
             continue
         else:
             fail(key, f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)")
