@@ -8,9 +8,10 @@ import sys
 import click
 
 from logdoctor import __version__
+from logdoctor.engines import ENGINE_NAMES
 from logdoctor.errors import LogdoctorError
 
-ENGINES = ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")
+ENGINES = ("auto", *ENGINE_NAMES)   # the --engine choices: the engine registry (engines/__init__.py)
 
 
 def _fail(exc: BaseException, verbose: bool) -> None:

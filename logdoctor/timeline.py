@@ -15,14 +15,16 @@ from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
-from logdoctor.engines import others, sglang, vllm
+from logdoctor.engines import ENGINES
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
 from logdoctor.vocab import EventKind, PhaseSource
 
 PHASES = mk.PHASES
 PHASE_INDEX = mk.PHASE_INDEX
-_TABLES = {"sglang": (sglang.MARKERS, sglang.DEATHS), "vllm": (vllm.MARKERS, vllm.DEATHS),
-           "tgi": (others.TGI, ()), "trtllm": (others.TRTLLM, ()), "lmdeploy": (others.LMDEPLOY, ())}
+_TABLES = {e.name: (e.markers, e.deaths) for e in ENGINES.values()}
+# an engine that cannot be told: the markers of the engines registered as `unknown_fallback`, in registry order
+_FALLBACK = (tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.markers),
+             tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.deaths))
 
 # traceback function names → the phase they run in (for excerpts without phase markers); first match wins,
 # searched from the innermost frame outwards
@@ -190,7 +192,7 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
     records, _unit = select_unit(records)
     eng, version = engine_detect.detect(records, engine)
     # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
-    tables = _TABLES.get(eng) or (sglang.MARKERS + vllm.MARKERS, sglang.DEATHS + vllm.DEATHS)
+    tables = _TABLES.get(eng) or _FALLBACK
     chunks = _split_attempts(records, tables[0])
     attempts = [_attempt(i, chunk, eng, version, tables) for i, chunk in enumerate(chunks)]
     if not attempts:

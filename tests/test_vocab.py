@@ -72,3 +72,35 @@ def test_exit_codes_follow_the_outcomes():
     assert Diagnosis(failed=False, cause=None, **base).exit_code == 0
     assert Diagnosis(failed=True, cause="host_oom", **base).exit_code == 1
     assert Diagnosis(failed=True, cause="unknown", **base).exit_code == 3
+
+
+def test_engine_names_come_from_the_registry():
+    from logdoctor.cli import ENGINES as CLI_CHOICES
+    from logdoctor.engines import ENGINE_NAMES, ENGINES
+    from logdoctor.engines.detect import ENGINES as DETECTED
+    assert CLI_CHOICES == ("auto", *ENGINE_NAMES) and DETECTED == ENGINE_NAMES
+    assert DIAG_SCHEMA["properties"]["engine"]["enum"] == [*ENGINE_NAMES, "unknown"]
+    assert RULE_SCHEMA["properties"]["engines"]["items"]["enum"] == ["any", *ENGINE_NAMES]
+    for name, e in ENGINES.items():
+        assert e.name == name and e.signatures and e.markers, name
+
+
+def test_a_new_engine_is_one_module():
+    """Registering an Engine is all detection and the timeline need: its signatures vote and its markers place
+    the phases (run in a fresh interpreter: the registry is read at import time)."""
+    import subprocess
+    import sys
+    code = """
+import logdoctor.engines as reg
+from logdoctor.engines.engine import Engine
+from logdoctor.engines.markers import Marker
+toy = Engine(name="toyllm", title="Toy", signatures=("toyllm.serve",),
+             markers=(Marker("toy_load", r"^toy loading weights", "weight_load", "begin", keyword="toy"),))
+reg.ENGINES = reg.MappingProxyType({**reg.ENGINES, "toyllm": toy})
+from logdoctor.read import read_lines
+from logdoctor.timeline import build
+tl = build(read_lines(["toyllm.serve --model m", "toy loading weights", "RuntimeError: boom"]).records)
+print(tl.engine, tl.attempts[-1].phase)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["toyllm", "weight_load"]

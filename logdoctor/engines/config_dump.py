@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import pyparsing as pp
 
+from logdoctor.engines import ENGINES as _REGISTRY
+
 __all__ = [
     "ConfigDump",
     "CommandLine",
@@ -372,32 +374,17 @@ _NOT_LAUNCH = {"cd", "export", "source", ".", "echo", "printf", "mkdir", "set", 
 _LAUNCH_WORDS = {"env", "exec", "nohup", "sudo", "docker", "podman", "nvidia-docker", "bash", "sh", "numactl",
                  "taskset", "uv", "conda", "poetry", "pipenv", "vllm", "sglang", "stdbuf", "nice", "timeout"}
 
-# Flag aliases per engine, after dash->underscore normalisation (argparse dest names).
-_ALIASES: dict[str, dict[str, str]] = {
-    "sglang": {
-        "tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
-        "ep": "ep_size", "expert_parallel_size": "ep_size", "pp": "pp_size", "pipeline_parallel_size": "pp_size",
-        "model": "model_path", "tokenizer": "tokenizer_path",
-    },
-    "vllm": {
-        "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
-        "dcp": "decode_context_parallel_size", "O": "optimization_level", "cc": "compilation_config",
-        "q": "quantization", "ac": "attention_config",
-    },
-}
-# Flags that take one or more values (argparse nargs='+'): always a list.
-_NARGS: dict[str, frozenset[str]] = {
-    "sglang": frozenset({"cuda_graph_bs", "cuda_graph_bs_decode", "cuda_graph_bs_prefill", "lora_paths",
-                         "piecewise_cuda_graph_tokens"}),
-    "vllm": frozenset({"served_model_name", "cudagraph_capture_sizes", "lora_modules", "allowed_origins",
-                       "middleware", "cuda_graph_sizes"}),
-}
-_ENGINE_HINTS: dict[str, frozenset[str]] = {  # flags only one engine has
-    "sglang": frozenset({"model_path", "mem_fraction_static", "tp_size", "tp", "context_length",
-                         "chunked_prefill_size", "disable_cuda_graph", "max_running_requests", "cuda_graph_max_bs"}),
-    "vllm": frozenset({"gpu_memory_utilization", "max_model_len", "max_num_seqs", "enforce_eager",
-                       "max_num_batched_tokens", "pipeline_parallel_size", "speculative_config"}),
-}
+# Per engine with a command-line grammar (engines/<name>.py: FLAG_ALIASES, NARGS_FLAGS, HINT_FLAGS), after
+# dash->underscore normalisation (argparse dest names): aliases, flags taking one or more values (always a list),
+# and flags only that engine has (to tell the engine of a bare fragment).
+_GRAMMAR = tuple(e for e in _REGISTRY.values() if e.command_line)
+_ALIASES: dict[str, dict[str, str]] = {e.name: dict(e.flag_aliases) for e in _GRAMMAR}
+_NARGS: dict[str, frozenset[str]] = {e.name: e.nargs_flags for e in _GRAMMAR}
+_ENGINE_HINTS: dict[str, frozenset[str]] = {e.name: e.hint_flags for e in _GRAMMAR}
+# without a known engine: every grammar's aliases, the earlier-registered engine winning a clash
+_ALL_ALIASES: dict[str, str] = {k: v for e in reversed(_GRAMMAR) for k, v in e.flag_aliases.items()}
+_ALL_NARGS: frozenset[str] = frozenset().union(*_NARGS.values())
+_NO_NEGATES = frozenset(e.name for e in _GRAMMAR if e.no_flags_negate)
 _SWITCH_PREFIXES = ("enable_", "disable_", "enforce_", "skip_", "allow_", "no_")
 _SWITCHES = frozenset({"trust_remote_code", "enforce_eager", "served_model_name_as_default", "log_requests",
                        "disable_log_requests", "disable_log_stats", "headless", "show_time_cost", "enable_metrics"})
@@ -448,12 +435,12 @@ def _coerce(s: str) -> object:
 
 
 def _engine_of(*names: str | None) -> str | None:
+    """The first engine (with a command-line grammar) whose name appears in a module/program/image/script name."""
     for n in names:
         low = (n or "").lower()
-        if "sglang" in low:
-            return "sglang"
-        if "vllm" in low:
-            return "vllm"
+        for e in _GRAMMAR:
+            if e.name in low:
+                return e.name
     return None
 
 
@@ -577,8 +564,8 @@ def _unit_text(text: str, env: dict[str, str]) -> str:
 
 
 def _parse_flags(toks: list[str], engine: str | None, args: dict[str, object], pos: list[str]) -> None:
-    aliases = _ALIASES.get(engine or "", {}) if engine else {**_ALIASES["vllm"], **_ALIASES["sglang"]}
-    nargs = _NARGS.get(engine or "", _NARGS["sglang"] | _NARGS["vllm"])
+    aliases = _ALIASES.get(engine or "", {}) if engine else _ALL_ALIASES
+    nargs = _NARGS.get(engine or "", _ALL_NARGS)
     i = 0
     while i < len(toks):
         t = toks[i]
@@ -615,7 +602,7 @@ def _parse_flags(toks: list[str], engine: str | None, args: dict[str, object], p
                 i += nxt in _BOOL_WORDS
             else:
                 val, i = _coerce(nxt), i + 1
-            if val is True and engine == "vllm" and key.startswith("no_") and not dot:
+            if val is True and engine in _NO_NEGATES and key.startswith("no_") and not dot:
                 key, val = key[3:], False  # argparse BooleanOptionalAction: --no-enable-prefix-caching
         if dot:  # vLLM dotted sub-options: --compilation-config.mode 3, -O.cudagraph_mode=NONE
             if base == "optimization_level":
