@@ -73,6 +73,18 @@ def lint_cmd(directory):
     sys.exit(2 if problems else 0)
 
 
+def _margin(d) -> str:
+    """How far the winner is ahead of the best rule of another cause (points), for `rules test -v`."""
+    rules_only = [c for c in d.candidates if c["rule"] != "classifier"]
+    win = next((c for c in rules_only if c["rule"] == d.rule), None)
+    rival = next((c for c in rules_only if c["cause"] != d.cause), None)
+    if win is None:
+        return f"confidence {d.confidence}"
+    if rival is None:
+        return f"score {win['score']:g}, no rule of another cause fired"
+    return f"score {win['score']:g}, {win['score'] - rival['score']:g} ahead of {rival['rule']}"
+
+
 def find_fixture(case_id: str, roots: list[Path]) -> Path | None:
     for root in roots:
         for cand in root.rglob(case_id):
@@ -114,10 +126,16 @@ def test_cmd(directory, verbose):
             if fx not in cache:
                 cache[fx] = diagnose(fx / "journal.log", loaded_rules=all_rules)
             d = cache[fx]
+            pinned = r.evidence_lines.get(ex)
             if d.rule != r.id:
                 failures.append(f"{r.id}: on {ex} the winner is {d.rule} ({d.cause})")
+            elif pinned is not None and pinned not in {e.line for e in d.evidence}:
+                failures.append(f"{r.id}: on {ex} the evidence does not show line {pinned} "
+                                f"(it shows {', '.join(str(e.line) for e in d.evidence) or 'nothing'})")
             else:
                 passed += 1
+                if verbose:
+                    click.echo(f"ok   {r.id} on {ex}: {_margin(d)}")
     healthy = []
     for root in roots:
         for lab in root.rglob("label.yaml"):

@@ -59,6 +59,9 @@ class Rule:
     actions: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     no_flag_change: bool = False    # hardware-style rules: say "do not change flags"
+    fallback: bool = False          # a catch-all: yields to any non-fallback rule firing on the attempt (rank.py)
+    notes: str = ""                 # the why of the rule's mechanism and precedence (shown in the catalogue)
+    evidence_lines: dict[str, int] = field(default_factory=dict)   # example case -> the line the evidence must show
     path: str = ""
     compiled: dict = field(default_factory=dict, repr=False)
 
@@ -158,6 +161,16 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
                          why=str(f.get("why", "")), when=f.get("when")))
     compiled: dict = {}
     _check_cond(data["match"], compiled, fail, compile_regexes)
+    examples, pinned = [], {}
+    for e in data.get("examples", []) or []:
+        if isinstance(e, dict):   # {case: ID, line: N}: the winner's evidence must include input line N
+            if "case" not in e:
+                fail("examples", "an example mapping needs a case (and may pin a line)")
+            examples.append(str(e["case"]))
+            if e.get("line") is not None:
+                pinned[str(e["case"])] = int(e["line"])
+        else:
+            examples.append(str(e))
     conf = float(data.get("confidence", 0.8))
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
@@ -165,8 +178,9 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
                 match=data["match"], priority=int(data.get("priority", 50)), confidence=conf,
                 phases=tuple(phases), explain=str(data.get("explain", "")),
                 fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
-                examples=[str(e) for e in data.get("examples", []) or []],
-                no_flag_change=bool(data.get("no_flag_change", False)), path=str(path), compiled=compiled)
+                examples=examples, no_flag_change=bool(data.get("no_flag_change", False)),
+                fallback=bool(data.get("fallback", False)), notes=" ".join(str(data.get("notes", "")).split()),
+                evidence_lines=pinned, path=str(path), compiled=compiled)
 
 
 def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> None:

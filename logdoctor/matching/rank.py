@@ -39,6 +39,8 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
         early = bool(lines) and bool(a.fatal_line) and min(lines) <= a.fatal_line + EARLY_EVIDENCE_SLACK
         out.append(Candidate(rule, hit, score(rule.priority, hit.leaves, off_phase, early)))
     out.sort(key=lambda c: (-c.score, c.rule.id))
+    if any(c.rule.fallback for c in out) and not all(c.rule.fallback for c in out):
+        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any specific rule that fired
     return out
 
 
