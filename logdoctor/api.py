@@ -5,17 +5,16 @@ raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from logdoctor import remedy
 from logdoctor.diagnosis import Diagnosis, Evidence
-from logdoctor.errors import InputError, UsageError
+from logdoctor.errors import UsageError
 from logdoctor.matching.conditions import Context
-from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
+from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.rank import Candidate, candidates
 from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
@@ -50,7 +49,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         per_attempt.append((a, cands))
     a, cands = per_attempt[-1]
     listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
-    common = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, rank=a.first_failing_rank,
+    common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, rank=a.first_failing_rank,
                   config=_config_view(a), window={"lines": res.stats.read, "start_seen": tl.start_seen},
                   origin=res.origin)
     if not a.failed:

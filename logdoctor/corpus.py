@@ -3,10 +3,13 @@
 Lives below both `classify/train.py` (which learns from the cases) and `evaluation.py` (which scores them), so
 neither imports the other.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -15,7 +18,7 @@ import yaml
 class Case:
     id: str
     path: Path
-    label: dict
+    label: dict[str, Any]
 
     @property
     def failed(self) -> bool:
@@ -25,8 +28,7 @@ class Case:
         return bool(f)
 
 
-
-def load_cases(dirs) -> list[Case]:
+def load_cases(dirs: Iterable[str | Path]) -> list[Case]:
     cases = []
     for d in dirs:
         d = Path(d)

@@ -78,8 +78,8 @@ def score(case: Case, d) -> CaseResult:
 
 def run(dirs, *, rule_dirs=(), classifier="default", mode="combined") -> list[CaseResult]:
     from logdoctor.api import diagnose_timeline
-    from logdoctor.read import read_any
     from logdoctor.matching.loader import load_rules
+    from logdoctor.read import read_any
     from logdoctor.timeline import build
     rules = load_rules(tuple(rule_dirs))
     clf = None
@@ -107,11 +107,12 @@ def run_cv(dirs, k: int, *, rule_dirs=(), modes=("combined",)) -> dict[str, list
     without one is its own group) into K folds; for each fold a classifier is trained on the other K-1 folds
     (classify/train.py, the full recipe incl. calibration and threshold) and the fold's cases are diagnosed in each
     mode. Returns every case once per mode, scored as in run()."""
+    from sklearn.model_selection import GroupKFold
+
     from logdoctor.api import diagnose_timeline
     from logdoctor.classify import train as tr
     from logdoctor.classify.runtime import from_data
     from logdoctor.matching.loader import load_rules
-    from sklearn.model_selection import GroupKFold
     parsed = tr.parse_cases(load_cases(dirs))
     if not parsed:
         return {m: [] for m in modes}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from logdoctor.engines.prefixes import split_prefix
 from logdoctor.errors import InputError, UsageError

@@ -13,9 +13,9 @@ from typing import TypedDict
 
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
+from logdoctor.engines import ENGINES
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
-from logdoctor.engines import ENGINES
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
 from logdoctor.vocab import EventKind, PhaseSource
 
@@ -456,13 +456,12 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         return
     # phase at the first fatal line, of the failing rank when it has markers of its own
     at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
-    fp, from_frames = None, False
+    fp = None
     # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
     frag = [b for b in a.blocks if b not in after_ready and (not ready_line or b.first_line > ready_line)]
     for b in sorted(after_ready, key=lambda b: b.first_line) + frag:
         fp = frames_phase(b)
         if fp:
-            from_frames = True
             break
     if fp is None:
         fp = _error_phase(after_ready, a)

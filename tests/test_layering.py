@@ -1,6 +1,7 @@
 """The package imports one way: a module may import its own layer or a lower one, never a higher one (function-
 level imports included), and module-level imports form no cycle. The layers are the pipeline's stages
 (docs/architecture.md)."""
+
 from __future__ import annotations
 
 import ast
@@ -47,7 +48,9 @@ def _imports(path: Path):
             names = [a.name for a in node.names if a.name.startswith("logdoctor")]
         for n in names:
             mod = n.removeprefix("logdoctor").lstrip(".")
-            if mod and ((PKG / mod.replace(".", "/")).with_suffix(".py").exists() or (PKG / mod.replace(".", "/")).is_dir()):
+            if mod and (
+                (PKG / mod.replace(".", "/")).with_suffix(".py").exists() or (PKG / mod.replace(".", "/")).is_dir()
+            ):
                 yield mod, id(node) in top
 
 
@@ -73,7 +76,7 @@ def test_module_level_imports_have_no_cycle():
         state[n] = 1
         for m in graph.get(n, ()):
             if m == n or m.startswith(n + ".") or n.startswith(m + "."):
-                continue   # a package and its own submodules
+                continue  # a package and its own submodules
             if state.get(m) == 1:
                 raise AssertionError("import cycle: " + " -> ".join(stack + [n, m]))
             if m not in state:

@@ -1,4 +1,5 @@
 """Precedence by mechanism: a fallback rule yields to any specific rule that fires, and wins when none does."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,17 +10,22 @@ from logdoctor.matching.rank import candidates
 from logdoctor.read import read_lines
 from logdoctor.timeline import build
 
-LOG = ["Traceback (most recent call last):", '  File "/x/cuda_graph_runner.py", line 3, in capture', "    go()",
-       "Exception: Capture cuda graph failed: CUDA error: no kernel image is available for execution on the device"]
+LOG = [
+    "Traceback (most recent call last):",
+    '  File "/x/cuda_graph_runner.py", line 3, in capture',
+    "    go()",
+    "Exception: Capture cuda graph failed: CUDA error: no kernel image is available for execution on the device",
+]
 
 
 def _rule(rid, cause, match, priority, fallback=False):
-    return build_rule({"id": rid, "cause": cause, "title": rid, "match": match, "priority": priority,
-                       "fallback": fallback}, Path(f"{rid}.yaml"))
+    return build_rule(
+        {"id": rid, "cause": cause, "title": rid, "match": match, "priority": priority, "fallback": fallback},
+        Path(f"{rid}.yaml"),
+    )
 
 
-CATCH_ALL = _rule("t.capture.failed", "graph_capture_fault", {"error": "Capture cuda graph failed"}, 150,
-                  fallback=True)
+CATCH_ALL = _rule("t.capture.failed", "graph_capture_fault", {"error": "Capture cuda graph failed"}, 150, fallback=True)
 SPECIFIC = _rule("t.kernel.no-image", "kernel_arch_mismatch", {"inner": "no kernel image"}, 50)
 UNRELATED = _rule("t.port.in-use", "port_in_use", {"error": "Address already in use"}, 90)
 

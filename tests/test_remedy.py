@@ -1,4 +1,5 @@
 """remedy.plan on its own: a rule's fixes against the config in force and the attempts already made."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,11 +13,13 @@ H = "May 22 10:33:{:02d} h200 "
 
 
 def _sglang(sec: int, args: str) -> list[str]:
-    return [H.format(sec) + "systemd[1]: Started sglang.service - SGLang.",
-            H.format(sec + 1) + f"python3[100]: [2026-05-22 10:33:{sec + 1:02d}] server_args=ServerArgs({args})",
-            H.format(sec + 2) + 'python3[100]: RuntimeError: Not enough memory. Please try to increase '
-                                '--mem-fraction-static.',
-            H.format(sec + 3) + "systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE"]
+    return [
+        H.format(sec) + "systemd[1]: Started sglang.service - SGLang.",
+        H.format(sec + 1) + f"python3[100]: [2026-05-22 10:33:{sec + 1:02d}] server_args=ServerArgs({args})",
+        H.format(sec + 2) + "python3[100]: RuntimeError: Not enough memory. Please try to increase "
+        "--mem-fraction-static.",
+        H.format(sec + 3) + "systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE",
+    ]
 
 
 def _plan(lines, *fixes):
@@ -36,15 +39,17 @@ def test_a_switch_already_in_force_is_a_note_not_a_fix():
 
 
 def test_a_value_tried_by_an_earlier_attempt_is_not_proposed_again():
-    lines = _sglang(0, "model_path='m', mem_fraction_static=0.88") + \
-        _sglang(10, "model_path='m', mem_fraction_static=0.84")
+    lines = _sglang(0, "model_path='m', mem_fraction_static=0.88") + _sglang(
+        10, "model_path='m', mem_fraction_static=0.84"
+    )
     fixes, _ = _plan(lines, Fix("mem_fraction", "raise"))
     assert len(fixes) == 1 and fixes[0].from_ == 0.84 and fixes[0].to not in (0.84, 0.88) and fixes[0].to > 0.84
 
 
 def test_when_engine_limits_a_fix_to_one_engine():
-    fixes, _ = _plan(_sglang(0, "model_path='m'"), Fix("attention_backend", "set", value="TRITON_ATTN",
-                                                       when={"engine": "vllm"}))
+    fixes, _ = _plan(
+        _sglang(0, "model_path='m'"), Fix("attention_backend", "set", value="TRITON_ATTN", when={"engine": "vllm"})
+    )
     assert fixes == []
 
 
@@ -57,5 +62,6 @@ def test_set_without_a_value_says_the_flag_must_change():
 def test_history_is_reserved_until_the_attempt_store_exists():
     from logdoctor import diagnose
     from logdoctor.errors import UsageError
+
     with pytest.raises(UsageError, match="reserved"):
         diagnose("RuntimeError: boom\n", history="/tmp/h.sqlite")

@@ -1,4 +1,5 @@
 """The vocabularies are defined once (logdoctor/vocab.py); the schemas, docs and CLI that repeat them must agree."""
+
 from __future__ import annotations
 
 import json
@@ -15,6 +16,7 @@ TAXONOMY = REPO.parent / "shared" / "corpus" / "TAXONOMY.md"
 
 def test_every_literal_has_a_description():
     from typing import get_args
+
     assert set(get_args(vocab.Cause)) == set(vocab.CAUSE_TITLES)
     assert set(vocab.PHASES_OR_UNKNOWN) == set(vocab.PHASE_WORDS)
     assert set(get_args(vocab.FixOp)) == set(vocab.FIX_OPS)
@@ -42,13 +44,15 @@ def test_diagnosis_schema_enums_are_the_vocabulary():
 
 
 def test_docs_copy_of_the_diagnosis_schema_is_current():
-    assert (REPO / "docs" / "diagnosis.schema.json").read_text() == \
-        (REPO / "logdoctor" / "schemas" / "diagnosis.schema.json").read_text()
+    assert (REPO / "docs" / "diagnosis.schema.json").read_text() == (
+        REPO / "logdoctor" / "schemas" / "diagnosis.schema.json"
+    ).read_text()
 
 
 def test_taxonomy_lists_exactly_the_causes():
-    if not TAXONOMY.exists():   # the shared corpus sits beside the checkout in this workspace only
+    if not TAXONOMY.exists():  # the shared corpus sits beside the checkout in this workspace only
         import pytest
+
         pytest.skip("shared/corpus/TAXONOMY.md not present")
     text = TAXONOMY.read_text()
     rows = re.findall(r"^\| (\w+) \|", text, re.M)
@@ -68,6 +72,7 @@ def test_xid_classes_do_not_overlap():
 
 def test_exit_codes_follow_the_outcomes():
     from logdoctor.diagnosis import Diagnosis
+
     base = dict(engine="vllm", engine_version=None, phase="serving", confidence=0.5, rule=None)
     assert Diagnosis(failed=False, cause=None, **base).exit_code == 0
     assert Diagnosis(failed=True, cause="host_oom", **base).exit_code == 1
@@ -78,6 +83,7 @@ def test_engine_names_come_from_the_registry():
     from logdoctor.cli import ENGINES as CLI_CHOICES
     from logdoctor.engines import ENGINE_NAMES, ENGINES
     from logdoctor.engines.detect import ENGINES as DETECTED
+
     assert CLI_CHOICES == ("auto", *ENGINE_NAMES) and DETECTED == ENGINE_NAMES
     assert DIAG_SCHEMA["properties"]["engine"]["enum"] == [*ENGINE_NAMES, "unknown"]
     assert RULE_SCHEMA["properties"]["engines"]["items"]["enum"] == ["any", *ENGINE_NAMES]
@@ -90,6 +96,7 @@ def test_a_new_engine_is_one_module():
     the phases (run in a fresh interpreter: the registry is read at import time)."""
     import subprocess
     import sys
+
     code = """
 import logdoctor.engines as reg
 from logdoctor.engines.engine import Engine

@@ -622,18 +622,7 @@ def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
     quoted JSON values become dicts/lists. ``engine`` overrides detection (module, program or image name)."""
     env: dict[str, str] = {}
     launcher: dict[str, object] = {}
-    body = _unit_text(text, env)
-    toks = _split(body)
-    segs = _segments(toks) or [[]]
-    # the segment that launches the engine: `cd /opt/sglang && exec python -m sglang...`, `... | tee log`
-    cands = [s for s in segs if s and s[0] not in _NOT_LAUNCH and any(map(_starts, s))]
-    chosen = next((s for s in cands if _engine_of(*s[:40])), cands[0] if cands else segs[0])
-    for s in segs:  # `export A=1; python ...` / `A=1 && ...`
-        if s is not chosen and s[0] == "export":
-            for t in s[1:]:
-                if m := _ASSIGN_RE.match(t):
-                    env[m.group(1)] = m.group(2)
-    toks = _drop_redirects(chosen)
+    toks = _drop_redirects(_launch_segment(_unit_text(text, env), env))
     toks = toks[_find_start(toks):]
 
     program: str | None = None
@@ -698,15 +687,35 @@ def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
             rest = toks
             break
 
-    script = rest[0] if program and _PY_RE.match(program.rsplit("/", 1)[-1]) and not module and rest else None
-    eng = engine or _engine_of(module, program and program.rsplit("/", 1)[-1], str(launcher.get("image") or ""),
-                               script)
-    if eng is None:  # a bare fragment ("--model-path X --tp 2"): the flags themselves tell
-        names = {t.lstrip("-").partition("=")[0].replace("-", "_") for t in rest if _is_flag(t)}
-        hits = {e: len(names & hints) for e, hints in _ENGINE_HINTS.items()}
-        if max(hits.values()) > 0 and len(set(hits.values())) > 1:
-            eng = max(hits, key=hits.__getitem__)
+    eng = engine or _guess_engine(program, module, launcher, rest)
     args: dict[str, object] = {}
     pos: list[str] = []
     _parse_flags(rest, eng, args, pos)
     return CommandLine(program, module, env, args, pos, eng, launcher)
+
+
+def _launch_segment(body: str, env: dict[str, str]) -> list[str]:
+    """The shell segment that launches the engine (`cd /opt/sglang && exec python -m sglang...`, `... | tee log`);
+    `export A=1` segments around it add to `env`."""
+    segs = _segments(_split(body)) or [[]]
+    cands = [s for s in segs if s and s[0] not in _NOT_LAUNCH and any(map(_starts, s))]
+    chosen = next((s for s in cands if _engine_of(*s[:40])), cands[0] if cands else segs[0])
+    for s in segs:  # `export A=1; python ...` / `A=1 && ...`
+        if s is not chosen and s[0] == "export":
+            for t in s[1:]:
+                if m := _ASSIGN_RE.match(t):
+                    env[m.group(1)] = m.group(2)
+    return chosen
+
+
+def _guess_engine(program: str | None, module: str | None, launcher: dict, rest: list[str]) -> str | None:
+    """The engine from the module, program, image or script name; for a bare fragment ("--model-path X --tp 2"),
+    from the flags only one engine has."""
+    script = rest[0] if program and _PY_RE.match(program.rsplit("/", 1)[-1]) and not module and rest else None
+    eng = _engine_of(module, program and program.rsplit("/", 1)[-1], str(launcher.get("image") or ""), script)
+    if eng is None:
+        names = {t.lstrip("-").partition("=")[0].replace("-", "_") for t in rest if _is_flag(t)}
+        hits = {e: len(names & hints) for e, hints in _ENGINE_HINTS.items()}
+        if max(hits.values()) > 0 and len(set(hits.values())) > 1:
+            eng = max(hits, key=hits.__getitem__)
+    return eng

@@ -3,6 +3,7 @@ in engines/__init__.py. Detection, phase markers, death markers, version dating,
 command-line grammar hooks and the flag spellings per lever all live in that one file; the stages (detect,
 timeline, config, config_dump, levers, the CLI and the schemas) read the registry instead of naming engines.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,6 +13,7 @@ from types import MappingProxyType
 
 from logdoctor.engines.markers import Marker
 from logdoctor.engines.spelling import Side
+from logdoctor.records import Record
 
 
 @dataclass(frozen=True)
@@ -34,19 +36,19 @@ class Engine:
     signatures: tuple[str, ...]
     markers: tuple[Marker, ...]
     deaths: tuple[Marker, ...] = ()
-    version_pattern: re.Pattern | None = None
+    version_pattern: re.Pattern[str] | None = None
     version_keywords: tuple[str, ...] = ()
-    version_lower: bool = False          # match the keywords against the lower-cased line
-    version_strip: str = ""              # trailing characters to strip from a matched version
+    version_lower: bool = False  # match the keywords against the lower-cased line
+    version_strip: str = ""  # trailing characters to strip from a matched version
     banner_names: tuple[str, ...] = ()
-    infer_version: Callable[[list], str | None] | None = None
+    infer_version: Callable[[list[Record]], str | None] | None = None
     launch_pattern: str = ""
     command_line: bool = False
     flag_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     nargs_flags: frozenset[str] = frozenset()
     hint_flags: frozenset[str] = frozenset()
-    no_flags_negate: bool = False       # `--no-x` sets x false (argparse BooleanOptionalAction)
-    resolved_config: Callable[[str], dict] | None = None
+    no_flags_negate: bool = False  # `--no-x` sets x false (argparse BooleanOptionalAction)
+    resolved_config: Callable[[str], dict[str, object]] | None = None
     config_complete: bool = False
     unknown_fallback: bool = False
     lever_sides: Mapping[str, Side] = field(default_factory=lambda: MappingProxyType({}))

@@ -1,4 +1,5 @@
 """lmdeploy (TurboMind / PyTorch backends): basic markers, enough to detect the engine and place the big phases."""
+
 from __future__ import annotations
 
 from logdoctor.engines.engine import Engine
@@ -13,5 +14,11 @@ MARKERS: tuple[Marker, ...] = (
     Marker("lmd_ready", r"Uvicorn running on|Application startup complete", "serving", "ready", keyword="running"),
 )
 
-ENGINE = Engine(name=NAME, title="lmdeploy", signatures=SIGNATURES, markers=MARKERS,
-                banner_names=("lmdeploy",), launch_pattern=r"lmdeploy serve")
+ENGINE = Engine(
+    name=NAME,
+    title="lmdeploy",
+    signatures=SIGNATURES,
+    markers=MARKERS,
+    banner_names=("lmdeploy",),
+    launch_pattern=r"lmdeploy serve",
+)

@@ -3,11 +3,13 @@ defaults by version. Engine modules (engines/<name>.py) declare one `Side` per l
 (`LEVER_SIDES`); `levers.py` keeps the canonical levers and the arithmetic and reads the sides from the engine
 registry. The table shorthands (`S`, `F`, `side`) and the field readers live here so engine modules stay data.
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Spelling", "Field", "Side", "S", "F", "side", "equals", "negate", "nonzero", "spec_method"]
 
@@ -51,9 +53,9 @@ class Side:
     defaults: tuple[tuple[str | None, object], ...] = ((None, None),)
 
 
-
 # --------------------------------------------------------------------------------------------------------------------
 # readers for fields that encode a lever indirectly, and the table shorthands
+
 
 def _equals(word: str) -> Callable[[object], object]:
     return lambda v: (str(v).lower() == word) if v is not None else None
@@ -82,7 +84,7 @@ def _spec_method(v: object) -> object:
     return None
 
 
-def _S(flag: str, **kw) -> Spelling:  # table shorthand
+def _S(flag: str, **kw: Any) -> Spelling:  # table shorthand
     return Spelling(flag, **kw)
 
 
@@ -90,10 +92,13 @@ def _F(*paths: str, read: Callable[[object], object] | None = None) -> tuple[Fie
     return tuple(Field(p, read) for p in paths)
 
 
-def _side(flags: Spelling | tuple[Spelling, ...], fields: tuple[Field, ...], default: object = None,
-          defaults: tuple[tuple[str | None, object], ...] | None = None) -> Side:
+def _side(
+    flags: Spelling | tuple[Spelling, ...],
+    fields: tuple[Field, ...],
+    default: object = None,
+    defaults: tuple[tuple[str | None, object], ...] | None = None,
+) -> Side:
     return Side(flags if isinstance(flags, tuple) else (flags,), fields, defaults or ((None, default),))
-
 
 
 equals, negate, nonzero, spec_method, S, F, side = _equals, _negate, _nonzero, _spec_method, _S, _F, _side

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logdoctor.blocks import Block
-from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
 from logdoctor.vocab import XID_APP, XID_HARDWARE
 
@@ -21,7 +21,7 @@ class Hit:
     captures: dict[str, object] = field(default_factory=dict)
     leaves: int = 0
 
-    def merge(self, other: "Hit") -> None:
+    def merge(self, other: Hit) -> None:
         self.evidence += other.evidence
         for k, v in other.captures.items():
             self.captures.setdefault(k, v)
@@ -45,14 +45,14 @@ class Context:
     wrapper: list[tuple[int, str]]     # the outermost exception of each fatal traceback
 
     @classmethod
-    def build(cls, tl: Timeline, a: Attempt) -> "Context":
+    def build(cls, tl: Timeline, a: Attempt) -> Context:
         fatal = [b for b in a.blocks if is_fatal_block(b)]
         service = [r for r in a.records if r.transport == SERVICE]
         kernel = [r for r in a.records if r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg)]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
         errors, inner, wrapper = [], [], []
         for b in fatal:
-            for i, s in enumerate(b.sections):
+            for s in b.sections:
                 text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
                 errors.append((s.exc_line or b.first_line, text))
             if b.sections:

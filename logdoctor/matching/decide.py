@@ -14,12 +14,15 @@ causes are reported as alternatives, and when the answer is "unknown". Every num
    clipped to [ALTERNATIVE_MIN, ALTERNATIVE_MAX]. A healthy attempt is reported with HEALTHY_READY_CONFIDENCE when
    the service said it was ready, else HEALTHY_QUIET_CONFIDENCE.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from logdoctor.classify.runtime import Classifier
+    from logdoctor.matching.loader import Rule
     from logdoctor.matching.rank import Candidate
     from logdoctor.timeline import Attempt, Timeline
 
@@ -37,7 +40,7 @@ MAX_CONFIDENCE = 0.99
 # 3. classifier combination (docs/rules.md: specific rules sit at priority 70-130 with confidence 0.75-0.93)
 DECISIVE_CONFIDENCE = 0.7
 DECISIVE_PRIORITY = 60
-DECISIVE_MARGIN = CLOSE_GAP   # a rule of another cause this close makes it a close call
+DECISIVE_MARGIN = CLOSE_GAP  # a rule of another cause this close makes it a close call
 SWITCH_MARGIN = 0.10
 DISSENT_P = 0.05
 DISSENT_FACTOR = 0.85
@@ -48,7 +51,7 @@ MAX_ALTERNATIVES = 3
 ALTERNATIVE_FACTOR = 0.4
 ALTERNATIVE_MIN = 0.01
 ALTERNATIVE_MAX = 0.5
-CLASSIFIER_SHOWN = 3          # classifier probabilities listed with the candidates (-v)
+CLASSIFIER_SHOWN = 3  # classifier probabilities listed with the candidates (-v)
 HEALTHY_READY_CONFIDENCE = 0.9
 HEALTHY_QUIET_CONFIDENCE = 0.6
 
@@ -81,34 +84,42 @@ def confidence(cands: list[Candidate]) -> float:
     return round(min(conf, MAX_CONFIDENCE), 2)
 
 
-def combine(clf, tl: Timeline, attempt: Attempt, cands: list[Candidate], probs: dict[str, float], rules=None
-            ) -> list[Candidate]:
+def combine(
+    clf: Classifier,
+    tl: Timeline,
+    attempt: Attempt,
+    cands: list[Candidate],
+    probs: dict[str, float],
+    rules: list[Rule] | None = None,
+) -> list[Candidate]:
     """Rules + classifier probabilities -> re-ranked candidates (3.); `clf.synth` builds a classifier candidate."""
     order = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
     top_cause, top_p = order[0]
     confident = top_p >= clf.threshold
 
-    if not cands:                                                           # no rule: fill in
+    if not cands:  # no rule: fill in
         if not confident:
             return []
-        return [clf.synth(tl, attempt, top_cause, top_p, rules, 0.0)] + \
-            [clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True) for c, p in order[1:3]
-             if p >= FILL_IN_ALTERNATIVE_P]
+        return [clf.synth(tl, attempt, top_cause, top_p, rules, 0.0)] + [
+            clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True)
+            for c, p in order[1:3]
+            if p >= FILL_IN_ALTERNATIVE_P
+        ]
 
     top = cands[0]
     rival = next((c for c in cands[1:] if c.cause != top.cause), None)
     gap = top.score - rival.score if rival is not None else float("inf")
     strong = top.rule.confidence >= DECISIVE_CONFIDENCE and top.rule.priority >= DECISIVE_PRIORITY
     p_rule = probs.get(top.cause, 0.0)
-    knows = top.cause in probs       # a cause the model never saw has p = 0 by ignorance, not by dissent
+    knows = top.cause in probs  # a cause the model never saw has p = 0 by ignorance, not by dissent
 
-    if strong and gap >= DECISIVE_MARGIN:                                   # decisive rule
+    if strong and gap >= DECISIVE_MARGIN:  # decisive rule
         if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
             conf = confidence(cands) * DISSENT_FACTOR
             return [replace(top, confidence=round(conf, 2))] + list(cands[1:])
         return list(cands)
 
-    if gap < DECISIVE_MARGIN:                                               # close call
+    if gap < DECISIVE_MARGIN:  # close call
         contenders: list[str] = []
         for c in cands:
             if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
@@ -134,7 +145,7 @@ class Alternative:
     cause: str
     confidence: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"cause": self.cause, "confidence": self.confidence}
 
 
@@ -142,14 +153,16 @@ class Alternative:
 class Verdict:
     """What the rules and the classifier decided for one failed attempt."""
 
-    winner: Candidate | None                 # None: the cause is unknown
+    winner: Candidate | None  # None: the cause is unknown
     confidence: float
     alternatives: tuple[Alternative, ...] = ()
-    classifier: tuple[tuple[str, float], ...] = ()   # the classifier's top causes (for -v), empty without one
+    classifier: tuple[tuple[str, float], ...] = ()  # the classifier's top causes (for -v), empty without one
     ranked: tuple[Candidate, ...] = field(default=(), repr=False)
 
 
-def decide(tl: Timeline, attempt: Attempt, cands: list[Candidate], rule_set, classifier=None) -> Verdict:
+def decide(
+    tl: Timeline, attempt: Attempt, cands: list[Candidate], rule_set: list[Rule], classifier: Classifier | None = None
+) -> Verdict:
     """Rule candidates (+ the classifier, if any) -> the winner, its confidence and the alternatives (4.)."""
     scored = cands
     shown: tuple[tuple[str, float], ...] = ()
@@ -170,8 +183,11 @@ def _alternatives(win: Candidate, rest: list[Candidate]) -> list[Alternative]:
     for c in rest:
         if c.cause != win.cause and c.cause not in seen:
             seen.add(c.cause)
-            alt = c.confidence if c.confidence is not None and c.rule.id == "classifier" else \
-                c.rule.confidence * (c.score / max(win.score, 1)) * ALTERNATIVE_FACTOR
+            alt = (
+                c.confidence
+                if c.confidence is not None and c.rule.id == "classifier"
+                else c.rule.confidence * (c.score / max(win.score, 1)) * ALTERNATIVE_FACTOR
+            )
             alts.append(Alternative(c.cause, round(max(ALTERNATIVE_MIN, min(ALTERNATIVE_MAX, alt)), 2)))
     return alts[:MAX_ALTERNATIVES]
 

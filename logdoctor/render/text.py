@@ -9,7 +9,6 @@ from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
 
-
 def use_color(stream) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ \
         and os.environ.get("TERM") != "dumb"
