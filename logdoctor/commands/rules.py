@@ -161,7 +161,7 @@ def test_cmd(directory, verbose):
 @click.option("--out", type=click.Path(dir_okay=False), help="write here instead of stdout")
 @click.option("--all", "write_all", is_flag=True,
               help="rewrite every generated file in the checkout: the catalogue, docs/rules.md's leaf reference and "
-                   "the rule JSON Schema")
+                   "the rule and diagnosis JSON Schemas (logdoctor/schemas, docs copy)")
 def docs_cmd(out, write_all):
     """Write the rule catalogue (markdown) generated from rule metadata."""
     if write_all:
