@@ -12,7 +12,8 @@ from logdoctor.errors import InputError, LogdoctorError, RuleError, UsageError  
 
 
 def diagnose(source, engine: str = "auto", history=None, rules=()):
-    """Diagnose a log (text, bytes, path or iterable of lines); see design.md for the Diagnosis fields."""
+    """Diagnose a log (text, bytes, path or iterable of lines); see design.md for the Diagnosis fields.
+    `history` is reserved for the attempt store (design.md); until it exists, anything but None raises UsageError."""
     from logdoctor.api import diagnose as _diagnose
     return _diagnose(source, engine=engine, history=history, rules=rules)
 
