@@ -352,10 +352,16 @@ def _after(phase: str, marker_tab) -> str:
     return phase
 
 
+def _proc_is_rank(engine: str) -> bool:
+    """The engine's process tags (vLLM's EngineCore_DP0, Worker_TP1) stand for ranks where no rank prefix does."""
+    e = ENGINES.get(engine)
+    return e is not None and e.proc_is_rank
+
+
 def _rank_key(r: Record, engine: str) -> str:
     if r.rank:
         return r.rank
-    if r.proc and engine == "vllm":
+    if r.proc and _proc_is_rank(engine):
         return r.proc.split("/")[-1]
     return "main"
 
@@ -441,7 +447,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     ranked = [b for b in after_ready if b.rank]
     if ranked:
         a.first_failing_rank = min(ranked, key=lambda b: b.first_line).rank
-    elif after_ready and engine == "vllm":
+    elif after_ready and _proc_is_rank(engine):
         procs = [b.proc.split("/")[-1] for b in after_ready if b.proc]
         a.first_failing_rank = procs[0] if procs else None
     for v in a.ranks.values():

@@ -372,7 +372,7 @@ _WRAPPERS = {"exec", "nohup", "time", "command", "builtin"}
 _NOT_LAUNCH = {"cd", "export", "source", ".", "echo", "printf", "mkdir", "set", "ulimit", "umask", "trap", "sleep",
                "rm", "cp", "mv", "tee", "grep", "cat", "true", "false", "test", "[", "wait", "unset", "logger"}
 _LAUNCH_WORDS = {"env", "exec", "nohup", "sudo", "docker", "podman", "nvidia-docker", "bash", "sh", "numactl",
-                 "taskset", "uv", "conda", "poetry", "pipenv", "vllm", "sglang", "stdbuf", "nice", "timeout"}
+                 "taskset", "uv", "conda", "poetry", "pipenv", "stdbuf", "nice", "timeout"}
 
 # Per engine with a command-line grammar (engines/<name>.py: FLAG_ALIASES, NARGS_FLAGS, HINT_FLAGS), after
 # dash->underscore normalisation (argparse dest names): aliases, flags taking one or more values (always a list),
@@ -385,6 +385,7 @@ _ENGINE_HINTS: dict[str, frozenset[str]] = {e.name: e.hint_flags for e in _GRAMM
 _ALL_ALIASES: dict[str, str] = {k: v for e in reversed(_GRAMMAR) for k, v in e.flag_aliases.items()}
 _ALL_NARGS: frozenset[str] = frozenset().union(*_NARGS.values())
 _NO_NEGATES = frozenset(e.name for e in _GRAMMAR if e.no_flags_negate)
+_LAUNCH_WORDS |= {e.name for e in _GRAMMAR}   # `vllm serve ...`, `sglang serve ...`
 _SWITCH_PREFIXES = ("enable_", "disable_", "enforce_", "skip_", "allow_", "no_")
 _SWITCHES = frozenset({"trust_remote_code", "enforce_eager", "served_model_name_as_default", "log_requests",
                        "disable_log_requests", "disable_log_stats", "headless", "show_time_cost", "enable_metrics"})

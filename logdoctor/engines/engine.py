@@ -28,6 +28,7 @@ class Engine:
     `command_line`: config_dump parses its command line with the grammar below (aliases, nargs, hint flags).
     `resolved_config`: a line -> the values the engine resolved at start-up (fill only what nothing else set).
     `config_complete`: its config dump lists every field, so an absent lever has its default.
+    `proc_is_rank`: its process tags stand for ranks where no rank prefix says which rank wrote a line.
     `unknown_fallback`: its markers are tried when the engine cannot be told.
     `lever_sides`: canonical lever -> how this engine spells it (levers.py reads them)."""
 
@@ -50,6 +51,7 @@ class Engine:
     no_flags_negate: bool = False  # `--no-x` sets x false (argparse BooleanOptionalAction)
     resolved_config: Callable[[str], dict[str, object]] | None = None
     config_complete: bool = False
+    proc_is_rank: bool = False  # its process tags (EngineCore_DP0, Worker_TP1) stand for ranks
     unknown_fallback: bool = False
     lever_sides: Mapping[str, Side] = field(default_factory=lambda: MappingProxyType({}))
 
