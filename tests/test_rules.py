@@ -31,7 +31,7 @@ def test_rules_test_passes():
 
 
 def test_catalogue_is_current():
-    from logdoctor.commands.rules import catalogue_markdown
+    from logdoctor.matching.docgen import catalogue_markdown
     assert (ROOT / "docs" / "rules-catalogue.md").read_text() == catalogue_markdown(load_rules(())), \
         "run: logdoctor rules docs --out docs/rules-catalogue.md"
 

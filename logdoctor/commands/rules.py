@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 import yaml
 
-from logdoctor.matching.docgen import catalogue_markdown  # noqa: F401 - re-exported
 from logdoctor.matching.loader import bundled_rules_dir, load_rule_file, load_rules
 
 
@@ -170,6 +169,7 @@ def docs_cmd(out, write_all):
             path.write_text(make(), encoding="utf-8")
             click.echo(f"wrote {path}")
         return
+    from logdoctor.matching.docgen import catalogue_markdown
     text = catalogue_markdown(load_rules(()))
     if out:
         Path(out).write_text(text)
