@@ -172,3 +172,7 @@ main.add_command(_train_cmd.train_cmd)
 from logdoctor.commands import history as _history_cmd  # noqa: E402
 
 main.add_command(_history_cmd.history)
+
+from logdoctor.commands import fix as _fix_cmd  # noqa: E402
+
+main.add_command(_fix_cmd.fix_cmd)
