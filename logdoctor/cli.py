@@ -176,3 +176,7 @@ main.add_command(_history_cmd.history)
 from logdoctor.commands import fix as _fix_cmd  # noqa: E402
 
 main.add_command(_fix_cmd.fix_cmd)
+
+from logdoctor.commands import watch as _watch_cmd  # noqa: E402
+
+main.add_command(_watch_cmd.watch_cmd)
