@@ -180,3 +180,7 @@ main.add_command(_fix_cmd.fix_cmd)
 from logdoctor.commands import watch as _watch_cmd  # noqa: E402
 
 main.add_command(_watch_cmd.watch_cmd)
+
+from logdoctor.commands import notify as _notify_cmd  # noqa: E402
+
+main.add_command(_notify_cmd.notify_cmd)
