@@ -12,6 +12,14 @@ _os.environ["XDG_STATE_HOME"] = _STATE
 _os.environ.pop("LOGDOCTOR_HISTORY", None)
 
 
+@_pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path_factory, monkeypatch):
+    """Each test gets its own state dir: attempts recorded by one test's `explain` runs never feed another test's
+    cross-attempt reasoning (the seed fixtures share a host and a unit)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    monkeypatch.delenv("LOGDOCTOR_HISTORY", raising=False)
+
+
 @_pytest.fixture
 def history_db(tmp_path, monkeypatch):
     """A fresh history database path, also exported as LOGDOCTOR_HISTORY for subprocesses."""
