@@ -330,7 +330,7 @@ def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Revi
     was, conf = d.cause, d.confidence
     story = "; ".join(f"attempt {i + 1}: {r.outcome} in {r.phase or 'unknown'}"
                       + (f" ({r.cause})" if r.cause else "")
-                      + (f", then {r.fix.get('text') or r.fix.get('flag')}" if r.fix else "")
+                      + (f", suggested {r.fix.get('text') or r.fix.get('flag')}" if r.fix else "")
                       for i, r in enumerate(earlier[-4:]))
     moved = rv.healthy_elsewhere[-1]["host"] if rv.healthy_elsewhere else None
     base = 0.8 if rv.escalation == "history.same-host-regression" else 0.75
@@ -348,7 +348,7 @@ def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Revi
         d.explanation = (f"Suspected hardware fault on {cur.host}: {rv.reason}. Earlier attempts of "
                          f"{cur.unit or 'this service'} on this host — {story}. Changing flags has stopped making "
                          f"sense: the host (most likely one of its GPUs), not the configuration, is what fails. "
-                         f"The log of this attempt alone says: {d.explanation}").strip()
+                         f"On its own, this attempt's log reads: {d.explanation}").strip()
         d.actions = list(HOST_CHECKS)
         if d.attempts:
             d.attempts[-1]["cause"] = "hardware_fault"
