@@ -35,11 +35,20 @@ class Progress:
     lines: int = 0
     health: str | None = None                   # last health-check result, e.g. "503", "refused"
 
-    def line(self) -> str:
-        ranks = " · ".join(f"{r} {p or '-'}" for r, p in sorted(self.ranks.items()))
-        bits = [self.unit, self.phase] + ([ranks] if ranks else []) + \
-               ([f"health {self.health}"] if self.health else []) + [f"{self.elapsed:.0f}s"]
-        return "  ".join(bits)
+    def line(self, width: int = 0) -> str:
+        """The status line; with a width, the per-rank part is shortened first so the elapsed time stays visible."""
+        ranks = {r: p for r, p in self.ranks.items() if r != "main" or len(self.ranks) == 1}
+        per_rank = " · ".join(f"{r} {p or '-'}" for r, p in sorted(ranks.items()))
+        head = f"{self.unit}  {self.phase}"
+        tail = (f"  health {self.health}" if self.health else "") + f"  {self.elapsed:.0f}s"
+        if per_rank:
+            room = width - len(head) - len(tail) - 2 if width else len(per_rank)
+            if room < len(per_rank):
+                per_rank = per_rank[:max(0, room - 1)] + "…" if room > 8 else ""
+            if per_rank:
+                head += "  " + per_rank
+        line = head + tail
+        return line[-width:] if width and len(line) > width else line
 
 
 @dataclass

@@ -3,6 +3,7 @@ systemd-journal-remote), with a real HTTP health endpoint on 127.0.0.1, a timeou
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -47,8 +48,9 @@ if tail_export != "-":
 
 
 def watch_cli(*args, **kw):
+    kw.setdefault("stderr", subprocess.PIPE)
     return subprocess.Popen([sys.executable, "-m", "logdoctor", "watch", UNIT, "--no-history", *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, **kw)
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT, **kw)
 
 
 def story(tmp_path, head: int, rest_upto: int | None = None):
@@ -161,3 +163,62 @@ def test_api_watch_returns_the_diagnosis(tmp_path, history_db):
     missing = subprocess.run([sys.executable, "-m", "logdoctor", "watch", UNIT, "--journal-file",
                               str(tmp_path / "nope.journal"), "--timeout", "5"], capture_output=True, text=True)
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_watch_follows_the_latest_start_not_an_earlier_failure(tmp_path):
+    """A failed attempt, then systemd starts the unit again: watch is about the new start (still loading → timeout),
+    not the old failure."""
+    old = entries_from_short(KV_LOG.read_text(), unit=UNIT, host="ct100", shift_to=time.time() - 7200)
+    new = entries_from_short(KV_LOG.read_text(), unit=UNIT, host="ct100", shift_to=time.time() - 3600)[:15]
+    journal = make_journal(old + new, tmp_path / "restart.journal")
+    w = watch_cli("--journal-file", journal, "--timeout", "1.5", "--format", "json")
+    out, err = w.communicate(timeout=30)
+    assert w.returncode == 5, err
+    doc = json.loads(out)
+    assert doc["watch"]["outcome"] == "timeout" and doc["watch"]["entries"] == 15
+    assert doc["failed"] is False
+
+
+def test_watch_follows_a_journal_directory(tmp_path):
+    journal, rest, entries = story(tmp_path, head=4)
+    jdir = tmp_path / "dir"
+    jdir.mkdir()
+    moved = jdir / "system.journal"
+    journal.rename(moved)
+    w = watch_cli("--journal-dir", jdir, "--timeout", "60", "--format", "json")
+    time.sleep(0.5)
+    writer = start_writer(tmp_path, moved, rest)
+    try:
+        out, err = w.communicate(timeout=60)
+    finally:
+        writer.wait(timeout=60)
+    assert w.returncode == 1, err
+    assert json.loads(out)["watch"]["entries"] == len(entries)
+
+
+def test_status_line_on_a_terminal(tmp_path):
+    """On a TTY, stderr carries one status line rewritten in place (\\r): unit, phase, each rank's phase, seconds."""
+    import os
+    import pty
+    journal, _, _ = story(tmp_path, head=20)
+    master, slave = pty.openpty()
+    w = watch_cli("--journal-file", journal, "--timeout", "2.5", stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    w.wait(timeout=30)
+    os.close(master)
+    tty = b"".join(chunks).decode("utf-8", "replace")
+    assert w.returncode == 5
+    frames = [f for f in tty.split("\r") if f.strip()]
+    assert len(frames) >= 2 and "\n" not in "".join(frames[:-1])        # one line, rewritten
+    assert frames[0].startswith(f"{UNIT}  weight_load  TP0 weight_load · TP1 weight_load")
+    assert all(len(f.rstrip()) < 80 for f in frames[:-1])                # fits the terminal
+    assert re.search(r"  [12]s\s*$", "\n".join(frames[:-1]))           # the elapsed time ticks

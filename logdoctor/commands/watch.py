@@ -37,14 +37,9 @@ def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engin
     shown = {"len": 0}
 
     def status(p) -> None:
-        text = p.line()
-        width = 0
-        try:
-            import shutil
-            width = shutil.get_terminal_size((100, 20)).columns - 1
-        except (OSError, ValueError):
-            pass
-        text = text[:width] if width > 10 else text
+        import shutil
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        text = p.line(width if width > 20 else 0)
         sys.stderr.write("\r" + text + " " * max(0, shown["len"] - len(text)))
         sys.stderr.flush()
         shown["len"] = len(text)
