@@ -153,3 +153,14 @@ def test_no_history_writes_nothing_and_imports_no_sqlite(tmp_path, monkeypatch):
     assert (tmp_path / "state" / "logdoctor" / "history.db").exists()
     p = run("explain", str(log), "--no-history", "--history", str(tmp_path / "x.db"))
     assert p.returncode == 2 and "not both" in p.stderr
+
+
+def test_an_unusable_default_location_only_warns(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))       # state dir below a regular file: cannot be created
+    p = run("explain", str(SEED / "seed-attempt1-kv-oom" / "journal.log"))
+    assert p.returncode == 1 and p.stdout.startswith("FAILED")
+    assert "continuing without the attempt history" in p.stderr and "Traceback" not in p.stderr
+    p = run("explain", str(SEED / "seed-attempt1-kv-oom" / "journal.log"), "--history", str(blocker / "h.db"))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1

@@ -27,8 +27,15 @@ def open_from_options(history_path, no_history):
             from logdoctor.errors import UsageError
             raise UsageError("give --history PATH or --no-history, not both")
         return None
+    from logdoctor.errors import InputError
     from logdoctor.history import History
-    return History(history_path)
+    if history_path:
+        return History(history_path)       # asked for by name: a problem with it is the user's error (exit 2)
+    try:
+        return History()
+    except InputError as e:                 # the default location is a convenience: never fail a diagnosis over it
+        click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
+        return None
 
 
 def _fix_text(fix) -> str:
