@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from hookstory import entries_from_short
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals"
 UNIT = "sglang-qwen.service"
 UNIT_FILE = ROOT / "tests" / "data" / "hook" / "sglang-qwen.service"
+SCHEMA = json.loads((ROOT / "logdoctor" / "schemas" / "diagnosis.schema.json").read_text())
 TEMPLATE = ROOT / "contrib" / "systemd" / "logdoctor-diagnose@.service"
 FLAG_CHANGES = ("--disable-cuda-graph", "--cuda-graph-backend-decode", "--mem-fraction-static", "--cuda-graph-max-bs",
                 "--max-running-requests", "--context-length", "--chunked-prefill-size")
@@ -71,11 +73,9 @@ def cli(*args, **kw):
 def explain_json(*args):
     p = cli("explain", "--format", "json", *args)
     assert p.returncode in (0, 1, 3), p.stderr
-    return p.returncode, json.loads(p.stdout)
-
-
-def suggested_flags(doc) -> list[str]:
-    return [f["flag"] for f in doc["fixes"]]
+    doc = json.loads(p.stdout)
+    jsonschema.Draft202012Validator(SCHEMA).validate(doc)     # history included
+    return p.returncode, doc
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -88,6 +88,9 @@ def test_watch_follows_a_growing_file_and_stops_on_the_failure(tmp_path):
         writer.wait()
     assert w.returncode == 1, err
     doc = json.loads(out)
+    import jsonschema
+    schema = json.loads((ROOT / "logdoctor" / "schemas" / "diagnosis.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
     assert doc["cause"] == "kv_cache_oom" and doc["phase"] == "memory_pool"
     assert doc["fixes"][0]["flag"] == "--mem-fraction-static" and doc["fixes"][0]["to"] == 0.92
     assert doc["watch"]["outcome"] == "failed"
