@@ -11,7 +11,6 @@ from typing import Any
 
 from logdoctor import remedy
 from logdoctor.diagnosis import Diagnosis, Evidence
-from logdoctor.errors import UsageError
 from logdoctor.matching.conditions import Context
 from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
 from logdoctor.matching.loader import Rule, load_rules
@@ -26,23 +25,33 @@ UNKNOWN_COLLECT = ("journalctl -u UNIT -n 1000 --no-pager", "journalctl -k -b --
 
 
 def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
-             loaded_rules: list[Rule] | None = None, classifier="default") -> Diagnosis:
-    """Diagnose one log. `history` is in design.md's signature for the attempt store (issue 12); until that store
-    exists it must be None: anything else raises UsageError rather than being silently ignored."""
-    if history is not None:
-        raise UsageError("history= is reserved for the attempt store and not implemented yet; pass history=None")
+             loaded_rules: list[Rule] | None = None, classifier="default", unit: str | None = None,
+             host: str | None = None) -> Diagnosis:
+    """history: None (off), True (the default store), a path, or a logdoctor.history.History; with a history the
+    verdict reasons across earlier attempts (crossattempt.py) and the window's attempts are recorded."""
     res = source if isinstance(source, ReadResult) else read_any(source)
     if classifier == "default":   # the shipped model, as `explain` uses it (None: rules only)
         from logdoctor.classify.runtime import load_default
         classifier = load_default()
     rule_set = loaded_rules if loaded_rules is not None else load_rules(tuple(rules))
     tl = build(res.records, engine)
-    return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+    if history is None or history is False:
+        return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+    from logdoctor.crossattempt import diagnose_with_history
+    from logdoctor.history import History, open_history
+    store = open_history(history)
+    try:
+        return diagnose_with_history(tl, res, rule_set, classifier=classifier, history=store, unit=unit, host=host)
+    finally:
+        if store is not None and not isinstance(history, History):
+            store.close()
 
 
-def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None) -> Diagnosis:
+def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None,
+                      tried_extra: dict | None = None) -> Diagnosis:
     """Timeline -> Diagnosis of its last attempt: rules (+ classifier) decide (matching/decide.py), the fix planner
-    proposes, and the Diagnosis is built here, once."""
+    proposes (skipping `tried_extra` values: lever -> values tried elsewhere, from the attempt history), and the
+    Diagnosis is built here, once."""
     per_attempt: list[tuple[Attempt, list[Candidate]]] = []
     for a in tl.attempts:
         cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
@@ -69,7 +78,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
         phase = win.rule.phases[0]
     vars_ = _vars(win, a, tl)
-    fixes, notes = remedy.plan(win.rule, vars_, a, tl)
+    fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     return Diagnosis(

@@ -8,8 +8,10 @@ from logdoctor.matching.loader import Fix, Rule
 from logdoctor.timeline import Attempt, Timeline
 
 
-def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline) -> tuple[list[FixStep], list[str]]:
-    """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set")."""
+def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
+         ) -> tuple[list[FixStep], list[str]]:
+    """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set").
+    `tried_extra`: lever -> values tried in earlier attempts outside the window (the attempt history)."""
     fixes: list[FixStep] = []
     notes: list[str] = []
     engine, version = tl.engine, tl.engine_version
@@ -24,7 +26,7 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline) -> tuple[li
         current = cfg.levers.get(f.lever)
         if current is None:  # the error itself may state the value in force ("Current value: mem_fraction_static=0.88")
             current = _number(captures.get(f"{f.lever}_now"))
-        tried = _tried(f.lever, attempt, tl)
+        tried = _tried(f.lever, attempt, tl) | set((tried_extra or {}).get(f.lever, ()))
         bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
         if f.op in ("enable", "disable"):
             want = f.op == "enable"

@@ -11,11 +11,11 @@ PKG = Path(__file__).resolve().parents[1] / "logdoctor"
 
 LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it
     ("vocab", "errors", "records", "diagnosis"),
-    ("formats", "sources", "engines", "read", "blocks", "corpus"),
+    ("formats", "sources", "engines", "read", "blocks", "corpus", "history"),
     ("levers", "config", "timeline"),
-    ("matching", "classify"),
-    ("remedy", "api"),
-    ("render", "evaluation"),
+    ("matching", "classify", "unitfile"),
+    ("remedy", "api", "crossattempt"),
+    ("render", "evaluation", "notify", "watching"),
     ("cli", "commands", "__init__", "__main__"),
 ]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from logdoctor import remedy
 from logdoctor.matching.loader import Fix, Rule
 from logdoctor.read import read_lines
@@ -59,9 +57,13 @@ def test_set_without_a_value_says_the_flag_must_change():
     assert remedy.render_fix(fixes[0]) == "change --tp-size"
 
 
-def test_history_is_reserved_until_the_attempt_store_exists():
-    from logdoctor import diagnose
-    from logdoctor.errors import UsageError
-
-    with pytest.raises(UsageError, match="reserved"):
-        diagnose("RuntimeError: boom\n", history="/tmp/h.sqlite")
+def test_values_tried_outside_the_window_are_skipped_too():
+    """tried_extra (the attempt history's values for this unit) joins the window's own earlier attempts."""
+    lines = _sglang(0, "model_path='m', mem_fraction_static=0.84")
+    tl = build(read_lines(lines).records)
+    rule = Rule(
+        id="t.rule.x", cause="kv_cache_oom", title="t", engines=("any",), match={}, fixes=[Fix("mem_fraction", "raise")]
+    )
+    plain, _ = remedy.plan(rule, {}, tl.attempts[-1], tl)
+    skipped, _ = remedy.plan(rule, {}, tl.attempts[-1], tl, tried_extra={"mem_fraction": [plain[0].to]})
+    assert plain[0].to != skipped[0].to and skipped[0].to > 0.84

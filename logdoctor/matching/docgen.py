@@ -222,6 +222,29 @@ def diagnosis_schema() -> dict[str, Any]:
                 "required": ["lines", "start_seen"],
                 "properties": {"lines": {"type": "integer", "minimum": 0}, "start_seen": {"type": "boolean"}},
             },
+            "history": {
+                "description": "optional: what the attempt history added (when one was used; docs/hook.md)",
+                "type": "object",
+                "required": ["host", "unit", "attempts_here", "tried", "escalation", "reason", "healthy_elsewhere"],
+                "properties": {
+                    "attempts_here": {"type": "integer", "minimum": 0},
+                    "tried": {"type": "object", "additionalProperties": {"type": "array"}},
+                    "escalation": {"enum": [None, "history.same-host-regression", "history.no-flag-explains"]},
+                    "healthy_elsewhere": {
+                        "type": "array",
+                        "items": {"type": "object", "required": ["host", "started", "same_flags"]},
+                    },
+                },
+            },
+            "watch": {
+                "description": "optional: `logdoctor watch --format json` only",
+                "type": "object",
+                "required": ["unit", "outcome", "elapsed", "ready_by", "entries"],
+                "properties": {
+                    "outcome": {"enum": ["ready", "failed", "timeout"]},
+                    "ready_by": {"enum": [None, "log", "health"]},
+                },
+            },
         },
         "allOf": [
             {"if": {"properties": {"failed": {"const": False}}}, "then": {"properties": {"cause": {"type": "null"}}}}
