@@ -81,10 +81,12 @@ def test_exit_codes_follow_the_outcomes():
 
 def test_engine_names_come_from_the_registry():
     from logdoctor.cli import ENGINES as CLI_CHOICES
+    from logdoctor.commands.fix import ENGINES as FIX_CHOICES
+    from logdoctor.commands.watch import ENGINES as WATCH_CHOICES
     from logdoctor.engines import ENGINE_NAMES, ENGINES
     from logdoctor.engines.detect import ENGINES as DETECTED
 
-    assert CLI_CHOICES == ("auto", *ENGINE_NAMES) and DETECTED == ENGINE_NAMES
+    assert CLI_CHOICES == FIX_CHOICES == WATCH_CHOICES == ("auto", *ENGINE_NAMES) and DETECTED == ENGINE_NAMES
     assert DIAG_SCHEMA["properties"]["engine"]["enum"] == [*ENGINE_NAMES, "unknown"]
     assert RULE_SCHEMA["properties"]["engines"]["items"]["enum"] == ["any", *ENGINE_NAMES]
     for name, e in ENGINES.items():

@@ -25,6 +25,7 @@ class Engine:
     `banner_names`: how the name appears in a generic `name==1.2` / `name version 1.2` banner.
     `infer_version`: dates the build from its wording when it prints no version (records -> ">=0.5.17").
     `launch_pattern`: a regex that finds its launch command in a line (config: command-line parsing).
+    `command_words`: regexes that mark its launch command in a unit file or docker line (`logdoctor fix`).
     `command_line`: config_dump parses its command line with the grammar below (aliases, nargs, hint flags).
     `resolved_config`: a line -> the values the engine resolved at start-up (fill only what nothing else set).
     `config_complete`: its config dump lists every field, so an absent lever has its default.
@@ -44,6 +45,7 @@ class Engine:
     banner_names: tuple[str, ...] = ()
     infer_version: Callable[[list[Record]], str | None] | None = None
     launch_pattern: str = ""
+    command_words: tuple[str, ...] = ()  # regexes that mark its launch command in a unit file (unitfile.py)
     command_line: bool = False
     flag_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     nargs_flags: frozenset[str] = frozenset()

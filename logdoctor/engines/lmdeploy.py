@@ -21,4 +21,5 @@ ENGINE = Engine(
     markers=MARKERS,
     banner_names=("lmdeploy",),
     launch_pattern=r"lmdeploy serve",
+    command_words=("lmdeploy",),
 )

@@ -227,7 +227,8 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType({
 ENGINE = Engine(
     name=NAME, title="SGLang", signatures=SIGNATURES, markers=MARKERS, deaths=DEATHS,
     version_pattern=_VERSION, version_keywords=("sglang",), version_lower=True, banner_names=("sglang",),
-    infer_version=infer_version, launch_pattern=r"sglang\.launch_server", command_line=True,
+    infer_version=infer_version, launch_pattern=r"sglang\.launch_server", command_words=("sglang", "launch_server"),
+    command_line=True,
     flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
     unknown_fallback=True, lever_sides=LEVER_SIDES,
 )

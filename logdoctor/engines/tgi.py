@@ -36,4 +36,5 @@ ENGINE = Engine(
     markers=MARKERS,
     banner_names=("text-generation-inference",),
     launch_pattern=r"text-generation-launcher",
+    command_words=("text-generation-launcher",),
 )

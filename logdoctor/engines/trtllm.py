@@ -26,4 +26,5 @@ ENGINE = Engine(
     markers=MARKERS,
     banner_names=("tensorrt_llm",),
     launch_pattern=r"trtllm-serve",
+    command_words=("trtllm",),
 )

@@ -184,7 +184,7 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType({
 ENGINE = Engine(
     name=NAME, title="vLLM", signatures=SIGNATURES, markers=MARKERS, deaths=DEATHS,
     version_pattern=_VERSION, version_keywords=("version", "LLM engine (v"), version_strip=".,", banner_names=("vllm",),
-    launch_pattern=r"vllm\.entrypoints|(?:^|\s|/)vllm serve\s", command_line=True,
+    launch_pattern=r"vllm\.entrypoints|(?:^|\s|/)vllm serve\s", command_words=("vllm",), command_line=True,
     flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
     no_flags_negate=True, config_complete=True, proc_is_rank=True, unknown_fallback=True, lever_sides=LEVER_SIDES,
 )
