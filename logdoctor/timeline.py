@@ -441,7 +441,8 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
     fp, from_frames = None, False
     # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
-    frag = [b for b in a.blocks if b not in after_ready and (not ready_line or b.first_line > ready_line)]
+    fatal_ids = {id(b) for b in after_ready}   # identity: Block equality compares every record (was quadratic)
+    frag = [b for b in a.blocks if id(b) not in fatal_ids and (not ready_line or b.first_line > ready_line)]
     for b in sorted(after_ready, key=lambda b: b.first_line) + frag:
         fp = frames_phase(b)
         if fp:
