@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from logdoctor import __version__
 from logdoctor.errors import LogdoctorError
 
 ENGINES = ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")
@@ -38,8 +37,17 @@ class _Group(click.Group):
             _fail(exc, "-v" in sys.argv or "--verbose" in sys.argv)
 
 
+def _print_version(ctx, _param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    from logdoctor.about import version_text
+    click.echo(version_text())
+    ctx.exit(0)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="logdoctor")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="version, number of bundled rules, classifier model identity")
 def main() -> None:
     """Diagnose why an LLM inference server (SGLang, vLLM, ...) failed to start."""
 

@@ -21,6 +21,11 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
 
     With --cv K the classifier is not the shipped one: every case is scored by a classifier trained without its
     group (cross-validated figures for the corpus the classifier is trained on)."""
+    from logdoctor.extras import require
+    if cv:
+        require("train", "eval --cv")
+    if fmt != "json":
+        require("triage", "eval's tables (or use --format json)")
     from logdoctor import evaluation as ev
     modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
     report = {}

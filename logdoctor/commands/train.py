@@ -21,6 +21,8 @@ def _default_out() -> Path:
 def train_cmd(case_dirs, out):
     """Train the classifier (hashed features + logistic regression, temperature-calibrated, abstention threshold
     chosen on grouped held-out folds) on labelled cases (default: fixtures/journals)."""
+    from logdoctor.extras import require
+    require("train", "logdoctor train")
     from logdoctor.classify import train as tr
     from logdoctor.errors import UsageError
     dirs = list(case_dirs) or [DEFAULT_CASES]

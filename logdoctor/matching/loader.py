@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from logdoctor.errors import RuleError
+from logdoctor.errors import InstallError, RuleError
 
 CAUSES = ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault", "distributed_init",
           "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch", "illegal_memory_access",
@@ -30,12 +30,20 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def bundled_rules_dir() -> Path:
-    """rules/ at the repository root (an editable or source install); packaged copies live in logdoctor/data/rules."""
+    """The rule base this installation ships: rules/ at the root of a checkout (an editable install reads the files
+    people edit), else the copy the build put into the package (logdoctor/data/rules, see setup.py)."""
     here = Path(__file__).resolve().parent.parent
-    for cand in (here.parent / "rules", here / "data" / "rules"):
-        if cand.is_dir():
-            return cand
-    return here.parent / "rules"
+    checkout = here.parent / "rules"
+    if checkout.is_dir() and (here.parent / "pyproject.toml").is_file():
+        return checkout
+    return here / "data" / "rules"
+
+
+def check_bundled(d: Path) -> None:
+    """A missing or empty bundled rule base is a broken installation, never a silent classifier-only verdict."""
+    if not d.is_dir() or not any(d.rglob("*.yaml")):
+        raise InstallError(f"no bundled rule base at {d} — this installation is broken; reinstall logdoctor "
+                           "(a wheel built from the repository carries rules/ as package data)")
 
 
 @dataclass
@@ -83,11 +91,12 @@ def rule_dirs(extra: tuple[str, ...] | list[str] = ()) -> list[Path]:
 def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
     """All rules; a later folder's rule with the same id replaces an earlier one (user folders override)."""
     by_id: dict[str, Rule] = {}
+    bundled = bundled_rules_dir()
     for d in rule_dirs(extra_dirs):
-        if not d.exists():
-            if d != bundled_rules_dir():
-                raise RuleError(f"{d}: rules folder does not exist")
-            continue
+        if d == bundled:
+            check_bundled(d)
+        elif not d.exists():
+            raise RuleError(f"{d}: rules folder does not exist")
         seen: dict[str, str] = {}
         for path in sorted(d.rglob("*.yaml")) + sorted(d.rglob("*.yml")):
             rule = load_rule_file(path, strict=strict)
