@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass, field
 
 from logdoctor.blocks import Block
+from logdoctor.matching.loader import REGEX_LEAVES
+from logdoctor.matching.prefilter import can_match, for_context
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
 
@@ -106,6 +108,8 @@ def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
             if evaluate(val, ctx, compiled) is not None:
                 return None
         else:
+            if key in REGEX_LEAVES and not can_match(val, for_context(ctx)):
+                return None     # a word the pattern needs is not in the log: never compiled (matching/prefilter.py)
             h = _LEAF[key](val, ctx, compiled, scope)
             if h is None:
                 return None

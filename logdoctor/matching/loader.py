@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from logdoctor.errors import InstallError, RuleError
 
 CAUSES = ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault", "distributed_init",
@@ -26,7 +24,6 @@ LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", 
           "engine", "level", "hint", "env", "reading")
 COMBINATORS = ("all", "any", "none")
 REGEX_LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "kernel", "death", "hint")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def bundled_rules_dir() -> Path:
@@ -98,8 +95,14 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
         elif not d.exists():
             raise RuleError(f"{d}: rules folder does not exist")
         seen: dict[str, str] = {}
-        for path in sorted(d.rglob("*.yaml")) + sorted(d.rglob("*.yml")):
-            rule = load_rule_file(path, strict=strict)
+        if strict:
+            from logdoctor.matching.cache import rule_files
+            loaded = [load_rule_file(p, strict=True) for p in rule_files(d)]
+        else:
+            from logdoctor.matching.cache import load_dir
+            loaded = load_dir(d, lambda files: [load_rule_file(p) for p in files])
+        for rule in loaded:
+            path = rule.path
             if rule.id in seen:
                 raise RuleError(f"{path}: duplicate rule id {rule.id!r} (also in {seen[rule.id]})")
             seen[rule.id] = str(path)
@@ -113,8 +116,9 @@ def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read rule file ({exc})") from None
+    import yaml  # here, not at import: explain loads rules from the compiled cache (matching/cache.py)
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
