@@ -20,4 +20,4 @@ def version_text() -> str:
                  f"sha256:{hashlib.sha256(data).hexdigest()[:16]}")
     except (OSError, ValueError):
         model = "no classifier model (rules only)"
-    return f"logdoctor {__version__}\n{rules}\n{model}"
+    return f"logdoctor, version {__version__}\n{rules}\n{model}"

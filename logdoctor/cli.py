@@ -2,7 +2,6 @@
 `explain` answers in well under a second."""
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -13,26 +12,28 @@ ENGINES = ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")
 
 
 def _fail(exc: BaseException, verbose: bool) -> None:
-    if isinstance(exc, LogdoctorError):
-        click.echo(f"logdoctor: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    if verbose:
-        import traceback
-        traceback.print_exc()
-    click.echo(f"logdoctor: internal error ({type(exc).__name__}: {str(exc)[:200]}) — please report it with the "
-               f"log and `logdoctor --version`; rerun with -v for the traceback", err=True)
-    sys.exit(4)
+    from logdoctor.run import fail
+    sys.exit(fail(exc, verbose))
 
 
 class _Group(click.Group):
+    """Commands in other modules are imported only when used (explain does not pay for yaml, jsonschema, ...)."""
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(_LAZY))
+
+    def get_command(self, ctx, name):
+        if name in _LAZY and name not in self.commands:
+            import importlib
+            mod, attr = _LAZY[name]
+            self.add_command(getattr(importlib.import_module(mod), attr), name)
+        return super().get_command(ctx, name)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
-        except KeyboardInterrupt:
-            click.echo("logdoctor: interrupted", err=True)
-            sys.exit(130)
         except BaseException as exc:  # noqa: BLE001 - the documented exit 4 path
             _fail(exc, "-v" in sys.argv or "--verbose" in sys.argv)
 
@@ -65,40 +66,14 @@ def _source_options(f):
 
 
 def _read(source, unit, since, boot, lines, journal_file, journal_dir):
-    """Pick the source: journal files / live journal, else a file or stdin."""
-    from logdoctor.read import check_bytes, read_bytes, read_entries
-    if journal_file or journal_dir or unit:
-        if source:
-            from logdoctor.errors import UsageError
-            raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
-        from logdoctor.sources.journal import iter_journal_entries
-        entries = list(iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit, since=since,
-                                            boot=boot, lines=lines))
-        origin = unit or (journal_file[0] if journal_file else journal_dir)
-        if not entries:
-            from logdoctor.errors import InputError
-            raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
-        return read_entries(entries, origin)
-    from logdoctor.sources.files import read_source
-    raw = read_source(source)
-    if raw.is_journal_file:
-        from logdoctor.sources.journal import iter_journal_entries
-        return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
-    check_bytes(raw.data, raw.origin)
-    res = read_bytes(raw.data, raw.origin)
-    if lines:
-        keep = [r for r in res.records if r.line > res.stats.read - lines]
-        res.records = keep
-    return res
+    """Pick the source: journal files / live journal, else a file or stdin (logdoctor/run.py)."""
+    from logdoctor.run import read_input
+    return read_input(source, unit, since, boot, lines, journal_file, journal_dir)
 
 
 def _emit_warnings(res, stats: bool) -> None:
-    for w in res.warnings:
-        click.echo(f"logdoctor: warning: {w}", err=True)
-    if stats:
-        click.echo(f"logdoctor: {res.origin}: {res.stats.line()}", err=True)
-        for u in res.unparsed[:20]:
-            click.echo(f"logdoctor:   unparsed line {u.line}: {u.reason}: {u.text[:80]!r}", err=True)
+    from logdoctor.run import emit_warnings
+    emit_warnings(res, stats)
 
 
 @main.command()
@@ -112,28 +87,9 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
 
     Exit codes: 0 no failure · 1 failure with a known cause · 3 failure, cause unknown · 2 input/usage error ·
     4 internal error."""
-    from logdoctor.api import diagnose_timeline
-    from logdoctor.classify.runtime import load_default as load_classifier
-    from logdoctor.matching.loader import load_rules
-    from logdoctor.timeline import build
-    res = _read(source, unit, since, boot, lines, journal_file, journal_dir)
-    _emit_warnings(res, stats)
-    rules = load_rules(tuple(rule_dirs))
-    tl = build(res.records, engine)
-    d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
-    if fmt == "json":
-        click.echo(json.dumps(d.to_dict(), indent=2, default=str))
-    elif fmt == "markdown":
-        from logdoctor.render.markdown import render
-        click.echo(render(d), nl=False)
-    else:
-        from logdoctor.render import text
-        tl_text = ""
-        if verbose:
-            from logdoctor.render.timeline_view import render_text
-            tl_text = render_text(tl)
-        click.echo(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text), nl=False)
-    sys.exit(d.exit_code)
+    from logdoctor import run
+    sys.exit(run.explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats,
+                         verbose))
 
 
 @main.command()
@@ -142,25 +98,9 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
 @click.option("--stats", is_flag=True, help="line accounting on stderr")
 def timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, stats):
     """The start-up phases per rank, attempts, memory readings and flags in force."""
-    from logdoctor.render.timeline_view import render_text, to_dict
-    from logdoctor.timeline import build
-    res = _read(source, unit, since, boot, lines, journal_file, journal_dir)
-    _emit_warnings(res, stats)
-    tl = build(res.records, engine)
-    if fmt == "json":
-        click.echo(json.dumps(to_dict(tl), indent=2, default=str))
-    else:
-        click.echo(render_text(tl), nl=False)
+    from logdoctor import run
+    sys.exit(run.timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, stats))
 
 
-from logdoctor.commands import rules as _rules_cmd  # noqa: E402
-
-main.add_command(_rules_cmd.rules)
-
-from logdoctor.commands import evaluate as _eval_cmd  # noqa: E402
-
-main.add_command(_eval_cmd.eval_cmd)
-
-from logdoctor.commands import train as _train_cmd  # noqa: E402
-
-main.add_command(_train_cmd.train_cmd)
+_LAZY = {"rules": ("logdoctor.commands.rules", "rules"), "eval": ("logdoctor.commands.evaluate", "eval_cmd"),
+         "train": ("logdoctor.commands.train", "train_cmd")}

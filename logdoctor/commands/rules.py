@@ -33,7 +33,8 @@ def show_cmd(rule_id, rule_dirs):
             click.echo(f"# {r.path}")
             click.echo(Path(r.path).read_text(), nl=False)
             return
-    raise click.ClickException(f"no rule with id {rule_id!r} (see `logdoctor rules list`)")
+    from logdoctor.errors import UsageError   # exit 2 (usage), not click's 1, which is explain's "known cause"
+    raise UsageError(f"no rule with id {rule_id!r} (see `logdoctor rules list`)")
 
 
 def _files(d: Path) -> list[Path]:

@@ -7,7 +7,7 @@ wording, add a row; no code changes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving")
 PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
@@ -23,12 +23,21 @@ class Marker:
     keyword: str = ""          # cheap substring(s), "a|b", one of which must be present before the regex runs
     rank0_only: bool = False
     sums: tuple[str, ...] = ()  # readings that add up per rank when the marker repeats (target + draft weights)
-    regex: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.phase not in PHASES:
             raise ValueError(f"marker {self.name}: unknown phase {self.phase}")
+
+    @property
+    def regex(self) -> re.Pattern:
+        """Compiled on first use: most rows' keywords never occur in a given log (start-up cost, issue 11)."""
+        rx = _COMPILED.get(self.pattern)
+        if rx is None:
+            rx = _COMPILED[self.pattern] = re.compile(self.pattern)
+        return rx
+
+
+_COMPILED: dict[str, re.Pattern] = {}
 
 
 # deaths any engine's process can show: the shell's report of a SIGKILL, and argparse refusing the command line

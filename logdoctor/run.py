@@ -1,0 +1,142 @@
+"""The bodies of `explain` and `timeline`, free of click, so both the click CLI (cli.py) and the start-up fast path
+(entry.py: a plain `logdoctor explain FILE` never imports click) run exactly the same code.
+
+Also where options that would do nothing say so (issue 11): --since/--boot only filter a journal, --engine that
+contradicts the log is followed but warned about, and a closed stdout pipe is a normal end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from logdoctor.errors import LogdoctorError
+
+
+def warn(msg: str) -> None:
+    sys.stderr.write(f"logdoctor: warning: {msg}\n")
+
+
+def out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def read_input(source, unit, since, boot, lines, journal_file, journal_dir):
+    """Pick the source: journal files / live journal, else a file or stdin."""
+    from logdoctor.read import check_bytes, read_bytes, read_entries
+    if journal_file or journal_dir or unit:
+        if source:
+            from logdoctor.errors import UsageError
+            raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
+        from logdoctor.sources.journal import iter_journal_entries
+        entries = list(iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit, since=since,
+                                            boot=boot, lines=lines))
+        origin = unit or (journal_file[0] if journal_file else journal_dir)
+        if not entries:
+            from logdoctor.errors import InputError
+            raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
+        return read_entries(entries, origin)
+    from logdoctor.sources.files import read_source
+    raw = read_source(source)
+    if raw.is_journal_file:
+        from logdoctor.sources.journal import iter_journal_entries
+        return read_entries(iter_journal_entries(files=[raw.origin], since=since, boot=boot, lines=lines), raw.origin)
+    ignored = [o for o, v in (("--since", since), ("--boot", boot)) if v is not None]
+    if ignored:
+        warn(f"{' and '.join(ignored)} {'only filter' if len(ignored) > 1 else 'only filters'} a journal (--unit, --journal-file, --journal-dir or a .journal "
+             f"file); {raw.origin} is text, read whole — cut it with journalctl --since/-b, or use -n")
+    check_bytes(raw.data, raw.origin)
+    res = read_bytes(raw.data, raw.origin)
+    if lines:
+        keep = [r for r in res.records if r.line > res.stats.read - lines]
+        res.records = keep
+    return res
+
+
+def emit_warnings(res, stats: bool) -> None:
+    for w in res.warnings:
+        warn(w)
+    if stats:
+        sys.stderr.write(f"logdoctor: {res.origin}: {res.stats.line()}\n")
+        for u in res.unparsed[:20]:
+            sys.stderr.write(f"logdoctor:   unparsed line {u.line}: {u.reason}: {u.text[:80]!r}\n")
+
+
+def check_engine(records, engine: str) -> None:
+    """--engine X on a log another engine wrote: followed (the user may know better), but said."""
+    if engine == "auto":
+        return
+    from logdoctor.engines import detect as engine_detect
+    seen, _ = engine_detect.detect(records, "auto")
+    if seen not in ("unknown", engine):
+        warn(f"--engine {engine} given, but the log looks like {seen}; diagnosing as {engine} "
+             f"(drop --engine to let logdoctor detect it)")
+
+
+def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
+            fmt="text", rule_dirs=(), stats=False, verbose=False) -> int:
+    from logdoctor.api import diagnose_timeline
+    from logdoctor.classify.runtime import load_default as load_classifier
+    from logdoctor.matching.loader import load_rules
+    from logdoctor.timeline import build
+    res = read_input(source, unit, since, boot, lines, journal_file, journal_dir)
+    emit_warnings(res, stats)
+    rules = load_rules(tuple(rule_dirs))
+    check_engine(res.records, engine)
+    tl = build(res.records, engine)
+    d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    if fmt == "json":
+        out(json.dumps(d.to_dict(), indent=2, default=str) + "\n")
+    elif fmt == "markdown":
+        from logdoctor.render.markdown import render
+        out(render(d))
+    else:
+        from logdoctor.render import text
+        tl_text = ""
+        if verbose:
+            from logdoctor.render.timeline_view import render_text
+            tl_text = render_text(tl)
+        out(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text))
+    return d.exit_code
+
+
+def timeline(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
+             fmt="text", stats=False) -> int:
+    from logdoctor.render.timeline_view import render_text, to_dict
+    from logdoctor.timeline import build
+    res = read_input(source, unit, since, boot, lines, journal_file, journal_dir)
+    emit_warnings(res, stats)
+    check_engine(res.records, engine)
+    tl = build(res.records, engine)
+    out(json.dumps(to_dict(tl), indent=2, default=str) + "\n" if fmt == "json" else render_text(tl))
+    return 0
+
+
+def closed_pipe() -> int:
+    """stdout's reader went away (`logdoctor rules list | head`): a normal end. Point stdout at /dev/null so the
+    interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def fail(exc: BaseException, verbose: bool) -> int:
+    """The documented exit codes for what escaped a command: 2 (or the error's own) with one line, 4 otherwise."""
+    if isinstance(exc, BrokenPipeError):
+        return closed_pipe()
+    if isinstance(exc, KeyboardInterrupt):
+        sys.stderr.write("logdoctor: interrupted\n")
+        return 130
+    if isinstance(exc, LogdoctorError):
+        sys.stderr.write(f"logdoctor: {exc}\n")
+        return exc.exit_code
+    if verbose:
+        import traceback
+        traceback.print_exc()
+    sys.stderr.write(f"logdoctor: internal error ({type(exc).__name__}: {str(exc)[:200]}) — please report it with "
+                     f"the log and `logdoctor --version`; rerun with -v for the traceback\n")
+    return 4
