@@ -1,13 +1,12 @@
 """The pipeline in one place: read → timeline → rules (+ classifier) → fix plan → Diagnosis.
 
-`diagnose()` is the deploy-script hook (design.md): it accepts text, bytes, a path or an iterable of lines, never
+`diagnose()` is the deploy-script hook (design.md): it accepts text (str), bytes, a pathlib.Path or an iterable of lines, never
 raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses only for usage errors.
 """
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Iterable
 
 from logdoctor import remedy
@@ -26,13 +25,15 @@ MIN_CONFIDENCE = 0.35
 
 
 def read_any(source, *, strict: bool = True) -> ReadResult:
-    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError)."""
+    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError).
+
+    Explicit, never guessed (docs/api.md): a `pathlib.Path` (any os.PathLike) is a file to read; a `str` is always
+    the log text itself, even when it happens to name an existing file — pass `Path(name)` for a file."""
     if isinstance(source, bytes):
         if strict:
             check_bytes(source, "<bytes>")
         return read_bytes(source, "<bytes>")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
-                                            and Path(source).exists()):
+    if isinstance(source, os.PathLike):
         from logdoctor.sources.files import read_source
         raw = read_source(source)
         if raw.is_journal_file:
@@ -112,9 +113,12 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                 c.rule.confidence * (c.score / max(win.score, 1)) * 0.4
             alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, alt)), 2)})
     d.alternatives = alts[:3]
-    d.evidence = _evidence(win, a)
+    d.evidence, derived = _evidence(win, a)
     vars_ = _vars(win, a, tl)
     d.explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
+    if derived:     # what the rule read off the log, said as a statement, not shown as a quoted line
+        d.explanation = d.explanation.rstrip() + (" " if d.explanation.rstrip().endswith(".") else ". ") + \
+            "Read from the log: " + "; ".join(derived) + "."
     d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl)
     d.actions = [_fill(x, vars_) for x in win.rule.actions]
     d.no_flag_change = win.rule.no_flag_change
@@ -148,8 +152,10 @@ def _tried_notes(tl: Timeline) -> list[str]:
 
 def _unknown(d: Diagnosis, a: Attempt) -> None:
     d.cause, d.rule, d.confidence = "unknown", None, 0.0
-    d.evidence = [Evidence(b.final.exc_line or b.first_line, _exc_text(b))
-                  for b in a.blocks if b.final is not None][:3]
+    from logdoctor.evidence import quote
+    quoted, _ = quote(a.records, [(b.final.exc_line or b.first_line, _exc_text(b))
+                                  for b in a.blocks if b.final is not None])
+    d.evidence = [Evidence(ln, text) for ln, text in quoted][:3]
     d.explanation = ("The service failed, but no rule recognises the failure and the log does not show enough to "
                      "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
     d.actions = list(UNKNOWN_COLLECT)
@@ -161,19 +167,12 @@ def _exc_text(b) -> str:
     return text.splitlines()[0] if text else b.header
 
 
-def _evidence(win: Candidate, a: Attempt) -> list[Evidence]:
-    """1-5 evidence lines, each as the log shows it (a leaf may have matched only part of the line, e.g. the
-    inner error of a wrapper)."""
-    by_line: dict[int, list[str]] = {}
-    for r in a.records:
-        by_line.setdefault(r.line, []).append(r.msg)
-    seen: dict[int, str] = {}
-    for ln, text in win.hit.evidence:
-        if ln and ln not in seen:
-            first = text.splitlines()[0] if text else ""
-            whole = next((m for m in by_line.get(ln, ()) if first and first in m), None)
-            seen[ln] = (whole or first)[:300]
-    return [Evidence(ln, seen[ln]) for ln in sorted(seen)][:5]
+def _evidence(win: Candidate, a: Attempt) -> tuple[list[Evidence], list[str]]:
+    """1-5 evidence lines, each quoted as the log shows it (logdoctor/evidence.py: a leaf may have matched only part
+    of the line, e.g. the inner error of a wrapper), and the statements the leaves derived (for the explanation)."""
+    from logdoctor.evidence import quote
+    quoted, derived = quote(a.records, win.hit.evidence)
+    return [Evidence(ln, text) for ln, text in quoted][:5], derived
 
 
 def _vars(win: Candidate, a: Attempt, tl: Timeline) -> dict:

@@ -50,18 +50,27 @@ def _print_version(ctx, _param, value):
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="version, number of bundled rules, classifier model identity")
 def main() -> None:
-    """Diagnose why an LLM inference server (SGLang, vLLM, ...) failed to start."""
+    """Diagnose why an LLM inference server (SGLang, vLLM, TGI, TensorRT-LLM, lmdeploy) failed: at start-up, or
+    crashed while serving.
+
+    \b
+      journalctl -u sglang-qwen -n 400 --no-pager | logdoctor explain
+      logdoctor explain --unit vllm -n 1000
+      logdoctor explain server.log.gz --format json
+
+    Docs: docs/cli.md (commands, exit codes), docs/reading-a-verdict.md."""
 
 
 def _source_options(f):
     f = click.option("--journal-dir", type=click.Path(), help="read journal files in DIR")(f)
     f = click.option("--journal-file", multiple=True, type=click.Path(), help="read a journal file (repeatable)")(f)
-    f = click.option("-n", "lines", type=int, help="the last N journal entries")(f)
-    f = click.option("--boot", is_flag=False, flag_value="0", default=None, help="only this boot (default: current)")(f)
+    f = click.option("-n", "lines", type=int, help="the last N journal entries (of a text log: its last N lines)")(f)
+    f = click.option("--boot", is_flag=False, flag_value="0", default=None, help="only this boot, like journalctl -b (0 current, -1 the one before, or a boot id)")(f)
     f = click.option("--since", help="journal entries since T (journalctl syntax)")(f)
     f = click.option("--unit", "-u", help="read the system journal (or the journal files) for UNIT")(f)
-    f = click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True)(f)
-    f = click.argument("source", required=False)(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+                     help="which engine wrote the log (warned about when the log says otherwise)")(f)
+    f = click.argument("source", required=False, metavar="[SOURCE]")(f)
     return f
 
 
@@ -83,7 +92,18 @@ def _emit_warnings(res, stats: bool) -> None:
 @click.option("--stats", is_flag=True, help="line accounting on stderr")
 @click.option("-v", "--verbose", is_flag=True, help="timeline, all candidate rules and scores")
 def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose):
-    """Say why the service failed, show the evidence, and propose the next flag change.
+    """Say why the service failed (at start-up or while serving), show the evidence, and propose the next flag
+    change.
+
+    SOURCE is a log file (plain, .gz, .xz or .bz2, recognised by content; journalctl/docker/kubectl output or a
+    raw paste), a systemd .journal file, or '-' / nothing for stdin. Or read the journal with --unit,
+    --journal-file or --journal-dir (then --since, --boot and -n filter it like journalctl).
+
+    \b
+    Examples:
+      journalctl -u sglang-qwen -n 400 --no-pager | logdoctor explain
+      logdoctor explain --unit vllm-llama --boot -1
+      logdoctor explain /var/log/sglang/server.log.gz --format json
 
     Exit codes: 0 no failure · 1 failure with a known cause · 3 failure, cause unknown · 2 input/usage error ·
     4 internal error."""
@@ -97,7 +117,16 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--stats", is_flag=True, help="line accounting on stderr")
 def timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, stats):
-    """The start-up phases per rank, attempts, memory readings and flags in force."""
+    """The start-up phases per rank, attempts, memory readings and flags in force.
+
+    SOURCE is what `explain` reads: a log file (plain or compressed), a .journal file, or '-' / nothing for
+    stdin; or --unit / --journal-file / --journal-dir.
+
+    \b
+    Examples:
+      journalctl -u sglang-qwen -n 1000 --no-pager | logdoctor timeline
+      logdoctor timeline --journal-file /var/log/journal/host.journal --unit vllm
+      logdoctor timeline server.log --format json"""
     from logdoctor import run
     sys.exit(run.timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, stats))
 

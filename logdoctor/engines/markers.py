@@ -50,13 +50,31 @@ COMMON_DEATHS: tuple[Marker, ...] = (
 
 def match(markers: tuple[Marker, ...], body: str):
     """First marker matching body → (marker, readings), else None."""
-    for m in markers:
-        if m.keyword and not any(k in body for k in m.keyword.split("|")):
-            continue
+    for m, kws in _prepared(markers):
+        if kws:
+            for k in kws:
+                if k in body:
+                    break
+            else:
+                continue
         mo = m.regex.search(body)
         if mo:
             return m, {k: _num(v) for k, v in mo.groupdict().items() if v is not None}
     return None
+
+
+_PREPARED: dict[int, tuple] = {}
+
+
+def _prepared(markers: tuple[Marker, ...]) -> list[tuple[Marker, tuple[str, ...]]]:
+    """Each row with its keywords split once (match runs for every line of the log: issue 11)."""
+    got = _PREPARED.get(id(markers))
+    if got is None or got[0] is not markers:   # keep the table itself: an id is only unique while it lives
+        if len(_PREPARED) > 64:
+            _PREPARED.clear()
+        got = _PREPARED[id(markers)] = (markers, [(m, tuple(m.keyword.split("|")) if m.keyword else ())
+                                                  for m in markers])
+    return got[1]
 
 
 def _num(v: str):
