@@ -86,6 +86,8 @@ def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None,
     check_engine(res.records, engine)
     tl = build(res.records, engine)
     d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    from logdoctor.progress import clear
+    clear()
     if fmt == "json":
         out(json.dumps(d.to_dict(), indent=2, default=str) + "\n")
     elif fmt == "markdown":
@@ -109,6 +111,8 @@ def timeline(source, engine="auto", unit=None, since=None, boot=None, lines=None
     emit_warnings(res, stats)
     check_engine(res.records, engine)
     tl = build(res.records, engine)
+    from logdoctor.progress import clear
+    clear()
     out(json.dumps(to_dict(tl), indent=2, default=str) + "\n" if fmt == "json" else render_text(tl))
     return 0
 
@@ -126,6 +130,8 @@ def closed_pipe() -> int:
 
 def fail(exc: BaseException, verbose: bool) -> int:
     """The documented exit codes for what escaped a command: 2 (or the error's own) with one line, 4 otherwise."""
+    from logdoctor.progress import clear
+    clear()
     if isinstance(exc, BrokenPipeError):
         return closed_pipe()
     if isinstance(exc, KeyboardInterrupt):

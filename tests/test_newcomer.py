@@ -88,3 +88,25 @@ def test_api_path_is_a_file_and_str_is_text():
     with pytest.raises(InputError, match="empty input"):
         logdoctor.diagnose("")
     assert logdoctor.diagnose(os.fspath(SGLANG)).failed is False   # a str is text, even when it names a file
+
+
+def test_progress_only_on_a_tty(tmp_path):
+    import io
+
+    from logdoctor import progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    data = b"x" * (3 * progress.CHUNK + 5)
+    p = progress.Progress("big.log", stream=Tty())
+    p.start -= 10                                   # as if reading had taken 10 s
+    p.update(len(data), final=True)
+    assert "read 12.6 MB" in p.stream.getvalue() and "MB/s" in p.stream.getvalue()
+    p.done()
+    quiet = progress.Progress("big.log", stream=io.StringIO())
+    quiet.start -= 10
+    quiet.update(len(data), final=True)
+    assert quiet.stream.getvalue() == ""
+    assert progress.read_all(io.BytesIO(data), "x") == data     # pytest's stderr is no TTY: a plain read
