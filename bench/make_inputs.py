@@ -83,23 +83,35 @@ def serving_then_kv(path: Path, target_bytes: int, tb_every: int = 0) -> None:
 
 
 def tb_dense(path: Path, lines: int, depth: int = 3) -> None:
+    """A server's own stderr (`python -m vllm... 2>&1 | tee server.log`): Python tracebacks without any prefix,
+    each followed by a log line, as a request handler that keeps failing prints them. Bare tracebacks are the
+    ones whose blocks never closed (issue 11), so this is the shape that was quadratic."""
     rng = random.Random(5)
-    out = SEED.read_text().splitlines()[:30]
-    sec = 7200
+    out: list[str] = []
+    i = 0
     while len(out) < lines:
-        out.extend(_traceback(rng, sec, depth, rank=f"TP{rng.randint(0, 3)}"))
-        out.append(_serving_line(rng, sec))
-        sec += 1
+        out.append("Traceback (most recent call last):")
+        for d in range(depth):
+            out.append(f'  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/m{d}.py", line '
+                       f'{rng.randint(10, 3000)}, in handler_{d}')
+            out.append(f"    await self.call_{d}(request)")
+        out.append(f"ValueError: request {rng.randint(1, 10**9)} has an invalid top_p={rng.random():.3f}")
+        out.append(f"INFO 05-22 10:{(i // 60) % 60:02d}:{i % 60:02d} [api_server.py:1049] request {i} finished")
+        i += 1
     path.write_text("\n".join(out[:lines]) + "\n")
 
 
 def tb_count(path: Path, count: int, depth: int) -> None:
+    """`count` tracebacks back to back, half of them bare (a server's stderr), half inside a journal."""
     rng = random.Random(7)
     with path.open("w") as fh:
         for ln in SEED.read_text().splitlines()[:30]:
             fh.write(ln + "\n")
         for i in range(count):
-            for t in _traceback(rng, 7200 + i, depth, rank=f"TP{i % 4}"):
+            tb = _traceback(rng, 7200 + i, depth, rank=f"TP{i % 4}")
+            if i % 2:
+                tb = ["Traceback (most recent call last):"] + [t.split("]: ", 1)[-1] for t in tb[1:]]
+            for t in tb:
                 fh.write(t + "\n")
 
 
