@@ -61,6 +61,10 @@ def main() -> None:
     Docs: docs/cli.md (commands, exit codes), docs/reading-a-verdict.md."""
 
 
+from logdoctor.commands.history import history_options as _history_options  # noqa: E402
+from logdoctor.commands.history import open_from_options as _open_history  # noqa: E402
+
+
 def _source_options(f):
     f = click.option("--journal-dir", type=click.Path(), help="read journal files in DIR")(f)
     f = click.option("--journal-file", multiple=True, type=click.Path(), help="read a journal file (repeatable)")(f)
@@ -91,7 +95,9 @@ def _emit_warnings(res, stats: bool) -> None:
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(), help="extra rule folder (overrides by id)")
 @click.option("--stats", is_flag=True, help="line accounting on stderr")
 @click.option("-v", "--verbose", is_flag=True, help="timeline, all candidate rules and scores")
-def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose):
+@_history_options
+def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose,
+            history_path, no_history):
     """Say why the service failed (at start-up or while serving), show the evidence, and propose the next flag
     change.
 
@@ -109,7 +115,7 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
     4 internal error."""
     from logdoctor import run
     sys.exit(run.explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats,
-                         verbose))
+                         verbose, history_path=history_path, no_history=no_history))
 
 
 @main.command()
@@ -132,4 +138,6 @@ def timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir
 
 
 _LAZY = {"rules": ("logdoctor.commands.rules", "rules"), "eval": ("logdoctor.commands.evaluate", "eval_cmd"),
-         "train": ("logdoctor.commands.train", "train_cmd")}
+         "train": ("logdoctor.commands.train", "train_cmd"), "history": ("logdoctor.commands.history", "history"),
+         "fix": ("logdoctor.commands.fix", "fix_cmd"), "watch": ("logdoctor.commands.watch", "watch_cmd"),
+         "notify": ("logdoctor.commands.notify", "notify_cmd")}

@@ -12,19 +12,24 @@ def _fast_args(argv: list[str]) -> dict | None:
     """Options of a plain explain call, or None when click must parse them (and report any error)."""
     if not argv or argv[0] != "explain":
         return None
-    kw: dict = {"source": None, "fmt": "text", "engine": "auto", "rule_dirs": [], "stats": False, "verbose": False}
+    kw: dict = {"source": None, "fmt": "text", "engine": "auto", "rule_dirs": [], "stats": False, "verbose": False,
+                "history_path": None, "no_history": False}
     it = iter(argv[1:])
     for a in it:
         if a in ("--stats",):
             kw["stats"] = True
         elif a in ("-v", "--verbose"):
             kw["verbose"] = True
-        elif a in ("--format", "--engine", "--rules"):
+        elif a == "--no-history":
+            kw["no_history"] = True
+        elif a in ("--format", "--engine", "--rules", "--history"):
             v = next(it, None)
             if v is None or (a in _CHOICES and v not in _CHOICES[a]) or v.startswith("-"):
                 return None
             if a == "--rules":
                 kw["rule_dirs"].append(v)
+            elif a == "--history":
+                kw["history_path"] = v
             else:
                 kw["fmt" if a == "--format" else "engine"] = v
         elif a == "-" or not a.startswith("-"):

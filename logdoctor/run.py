@@ -74,8 +74,27 @@ def check_engine(records, engine: str) -> None:
              f"(drop --engine to let logdoctor detect it)")
 
 
+def open_history(history_path, no_history):
+    """--history/--no-history → an open History, or None (no sqlite work at all). The default location is a
+    convenience: a problem with it warns and the diagnosis goes on without it (docs/hook.md)."""
+    if no_history:
+        if history_path:
+            from logdoctor.errors import UsageError
+            raise UsageError("give --history PATH or --no-history, not both")
+        return None
+    from logdoctor.errors import InputError
+    from logdoctor.history import History
+    if history_path:
+        return History(history_path)       # asked for by name: a problem with it is the user's error (exit 2)
+    try:
+        return History()
+    except InputError as e:
+        warn(f"{e}; continuing without the attempt history")
+        return None
+
+
 def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
-            fmt="text", rule_dirs=(), stats=False, verbose=False) -> int:
+            fmt="text", rule_dirs=(), stats=False, verbose=False, *, history_path=None, no_history=False) -> int:
     from logdoctor.api import diagnose_timeline
     from logdoctor.classify.runtime import load_default as load_classifier
     from logdoctor.matching.loader import load_rules
@@ -85,7 +104,13 @@ def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None,
     rules = load_rules(tuple(rule_dirs))
     check_engine(res.records, engine)
     tl = build(res.records, engine)
-    d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    store = open_history(history_path, no_history)
+    if store is None:
+        d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    else:
+        from logdoctor.crossattempt import diagnose_with_history
+        with store:
+            d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
     from logdoctor.progress import clear
     clear()
     if fmt == "json":
