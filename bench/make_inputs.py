@@ -161,6 +161,7 @@ MAKERS = {
     "multi-20000.log": lambda p: multi_attempts(p, 20000),
     "paren-a.log": paren_a,
     "enginecore.log": enginecore,
+    "big-10mb.log": lambda p: serving_then_kv(p, 10 * 1024 * 1024),
     "big-200mb.log": lambda p: serving_then_kv(p, 200 * 1024 * 1024),
     "big-100mb.log": lambda p: serving_then_kv(p, 100 * 1024 * 1024),
     "big-350mb.log": lambda p: serving_then_kv(p, 349 * 1024 * 1024),

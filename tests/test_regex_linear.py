@@ -12,6 +12,7 @@ import time
 import pytest
 
 import logdoctor
+from logdoctor import crossattempt
 from logdoctor.classify import features
 from logdoctor.matching.schema import backtracking_risk
 
@@ -45,8 +46,8 @@ def _code_patterns() -> dict[str, tuple[re.Pattern, str]]:
 
 
 PATTERNS = _code_patterns()
-# applied only through features._path_sub, which runs it on slash-holding runs only (tested below)
-GUARDED = {features._PATH.pattern}
+# applied only through a guard that runs them on the runs that can hold a match (each tested below)
+GUARDED = {features._PATH.pattern, crossattempt._UNIT_IN_TEXT.pattern}
 
 
 def test_there_are_many_code_patterns():
@@ -121,3 +122,9 @@ def test_the_issue_lines_parse_at_once():
         _assert_linear(split_prefix, "", line, "split_prefix")
     p = split_prefix("(EngineCore_DP0 pid=95201) INFO 05-22 10:38:43 [core.py:93] hello")
     assert (p.engine, p.proc, p.tag_pid, p.body) == ("vllm", "EngineCore_DP0", 95201, "hello")
+
+
+def test_guarded_unit_search_is_linear_on_near_miss_lines():
+    for head, unit in _near_misses(""):
+        # ".service" in the line (so the guard lets it through) but no unit name to find
+        _assert_linear(lambda t: crossattempt._unit_in_text(t + " y.servicex"), head, unit, "crossattempt._unit_in_text")
