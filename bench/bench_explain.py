@@ -87,6 +87,9 @@ def main(argv: list[str]) -> None:
         lines.append(f"| `python -c pass` ({runs} runs) | {fmt_ms(r['a'])} | 1 |")
         lines.append(f"| explain, 140-line SGLang log ({runs} runs, interleaved) | {fmt_ms(r['b'])} | "
                      f"**{r['ratio']:.2f}×** ({r['ratio_min']:.2f}–{r['ratio_max']:.2f}) |")
+        r = interleaved(base, [PY, "-m", "logdoctor", "explain", "--no-history", str(INPUTS / "log140.log")], runs)
+        lines.append(f"| explain --no-history, same log ({runs} runs, interleaved) | {fmt_ms(r['b'])} | "
+                     f"{r['ratio']:.2f}× ({r['ratio_min']:.2f}–{r['ratio_max']:.2f}) |")
     if "multi" in only:
         n = max(3, runs // 3)
         r = interleaved(base, [PY, "-m", "logdoctor", "explain", str(INPUTS / "multi-20000.log")], n)

@@ -105,3 +105,16 @@ def test_aho_corasick_and_plain_lookups_agree():
     a.prime(vocab)
     b = prefilter.Present(text)
     assert {w for w in vocab if w in a} == {w for w in vocab if w in b}
+
+
+def test_model_copy_equals_the_json_and_survives_damage(cache_dir):
+    import json
+
+    from logdoctor.classify.runtime import DEFAULT_PATH
+    want = json.loads(DEFAULT_PATH.read_text())
+    assert cache.cached_json(DEFAULT_PATH) == want           # first: parsed, copy written
+    copies = list(cache_dir.glob("json-*.marshal"))
+    assert len(copies) == 1
+    assert cache.cached_json(DEFAULT_PATH) == want           # then: from the copy
+    copies[0].write_bytes(b"\x00broken")
+    assert cache.cached_json(DEFAULT_PATH) == want           # a damaged copy is rebuilt
