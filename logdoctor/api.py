@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from logdoctor import remedy
+from logdoctor.attempts import outcome, verdict_attempt
 from logdoctor.diagnosis import Diagnosis, Evidence
 from logdoctor.errors import InputError, UsageError
 from logdoctor.matching.conditions import Context
@@ -72,9 +73,10 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     for a in tl.attempts:
         cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
         per_attempt.append((a, cands))
-    a, cands = per_attempt[-1]
+    vi, attempt_note = verdict_attempt(tl.attempts)
+    a, cands = per_attempt[vi]
     attempts = [{"started_line": x.start_line, "phase": x.phase,
-                 "cause": (c[0].cause if c else "unknown") if x.failed else None}
+                 "cause": (c[0].cause if c else "unknown") if x.failed else None, "outcome": outcome(x)}
                 for x, c in per_attempt]
     window = {"lines": res.stats.read, "start_seen": tl.start_seen}
     d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
@@ -86,6 +88,8 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         d.explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
             "No failure in this window: no fatal traceback, no death message, no failed systemd result."
         return d
+    if attempt_note:
+        d.notes.append(attempt_note)   # the unknown path keeps it; a named cause re-adds it after the fix plan
     scored = cands
     if classifier is not None:
         probs = classifier.proba(tl, a)
@@ -101,7 +105,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
         d.phase = win.rule.phases[0]
-    attempts[-1]["cause"] = win.cause
+    attempts[vi]["cause"] = win.cause
     d.confidence = conf
     seen = set()
     alts = []
@@ -121,6 +125,8 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if not a.config.known:
         d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     d.notes += _tried_notes(tl)
+    if attempt_note:
+        d.notes.insert(0, attempt_note)
     return d
 
 

@@ -76,4 +76,5 @@ class Diagnosis:
             "config": dict(self.config),
             "attempts": list(self.attempts),
             "window": dict(self.window),
+            "notes": list(self.notes),
         }

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from logdoctor import attempts as att
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import detect as engine_detect
@@ -176,10 +177,11 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
     eng, version = engine_detect.detect(records, engine)
     # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
     tables = _TABLES.get(eng) or (sglang.MARKERS + vllm.MARKERS, sglang.DEATHS + vllm.DEATHS)
-    chunks = _split_attempts(records, tables[0])
-    attempts = [_attempt(i, chunk, eng, version, tables) for i, chunk in enumerate(chunks)]
+    own = att.ownership(records)
+    chunks = att.split(records, tables[0], own)
+    attempts = [_attempt(i, chunk, eng, version, tables, own) for i, chunk in enumerate(chunks)]
     if not attempts:
-        attempts = [_attempt(0, [], eng, version, tables)]
+        attempts = [_attempt(0, [], eng, version, tables, own)]
     # the launch of every later attempt is inside the window by construction; the first one's maybe not
     for a in attempts[1:]:
         a.start_seen = True
@@ -187,63 +189,11 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
                     start_seen=attempts[0].start_seen)
 
 
-def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
-    """Cut the window where the service starts again: systemd Started, a new boot, a new config dump or version
-    banner after the previous attempt got going, or a new main PID after systemd saw the old one exit."""
-    chunks: list[list[Record]] = [[]]
-    seen_config = False
-    seen_progress = False
-    exited = False
-    last_pid = None
-    for r in records:
-        cur = chunks[-1]
-        new = False
-        if r.transport == SYSTEMD:
-            units = {x.unit for x in cur if x.transport == SERVICE and x.unit}
-            started = _SD_STARTED.match(r.msg)
-            same_unit = not units or r.unit in units or any(u.removesuffix(".service") in r.msg for u in units)
-            # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
-            # attempt only once the current one has exited, or when it holds no start line of its own yet
-            own_start = any(x.transport == SYSTEMD and _SD_STARTED.match(x.msg) for x in cur)
-            if started and same_unit and any(x.transport == SERVICE for x in cur) and (exited or not own_start):
-                new = True
-            if _SD_EXIT.search(r.msg) or _SD_RESTART.search(r.msg):
-                exited = True
-        elif r.transport == META:
-            if r.msg.startswith("-- Boot") and any(x.transport == SERVICE for x in cur):
-                new = True
-        elif r.transport == SERVICE:
-            is_config = r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
-                bool(re.match(r"vLLM (?:server|API server) version", r.msg))
-            if is_config and seen_config and seen_progress:
-                new = True
-            if exited and last_pid is not None and r.pid is not None and r.pid != last_pid and seen_progress:
-                new = True
-        if new:
-            chunks.append([])
-            seen_config = seen_progress = exited = False
-            last_pid = None
-        chunks[-1].append(r)
-        if r.transport == SERVICE:
-            if r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
-                    re.match(r"vLLM (?:server|API server) version", r.msg):
-                seen_config = True
-            elif seen_config and not seen_progress and r.msg and not r.continuation:
-                if any(m.keyword and m.keyword in r.msg and m.edge != "config" and m.phase != "launch" for m in markers) \
-                        or "Traceback" in r.msg:
-                    seen_progress = True
-            if r.pid is not None and last_pid is None:
-                last_pid = r.pid
-    # a trailing chunk with no line of the service itself (another unit's "Started") is not an attempt
-    out = [c for c in chunks if c]
-    while len(out) > 1 and not any(r.transport == SERVICE for r in out[-1]):
-        out[-2].extend(out.pop())
-    return out or [[]]
-
-
-def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables) -> Attempt:
+def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables,
+             own: att.Ownership | None = None) -> Attempt:
     marker_tab, death_tab = tables
-    blocks = assemble(recs)
+    own = own or att.Ownership()
+    blocks = assemble([r for r in recs if not r.extra.get(att.FOREIGN)])
     events: list[Event] = []
     ranks: dict[str, RankView] = {}
     phase = None                  # attempt-level current phase
@@ -255,6 +205,8 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     start_seen = False
     for r in recs:
         if r.transport == SYSTEMD:
+            if not own.own_systemd(r.msg, r.unit):
+                continue   # another unit's Started/Failed is not this service's
             ev = _systemd_event(r)
             if ev:
                 events.append(ev)
@@ -265,11 +217,13 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
         if r.transport == KERNEL or (r.transport == SERVICE and ("NVRM:" in r.msg or "oom-kill" in r.msg or "Out of memory: Killed" in r.msg)):
             ev = _kernel_event(r)
             if ev:
+                if own.kernel_foreign(ev.values.get("pid"), ev.values.get("comm"), r.msg):
+                    ev.values["foreign"] = True
                 events.append(ev)
                 kernel.append(ev)
             if r.transport == KERNEL:
                 continue
-        if r.transport != SERVICE or not r.msg:
+        if r.transport != SERVICE or not r.msg or r.extra.get(att.FOREIGN):
             continue
         body = r.msg
         hit = mk.match(marker_tab, body) if marker_tab else None
@@ -394,7 +348,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         a.systemd.get("result") not in (None, "success") or a.systemd.get("code") in ("killed", "dumped")
         or (a.systemd.get("code") == "exited" and a.systemd.get("status") not in (None, "0")) or "timeout" in a.systemd
         or a.systemd.get("oom") == "true")
-    kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") for e in a.kernel)
+    kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") and not e.values.get("foreign") for e in a.kernel)
     after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
     if ready_line:
         # a per-request error (a 400 for a too-long prompt) prints a traceback too; the service kept serving if
@@ -407,7 +361,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     # ERROR lines outside tracebacks: fatal before the service came up; after it, only when a shutdown follows
     in_blocks = {r.line for b in a.blocks for r in b.records}
     err_lines = [r.line for r in a.records if r.transport == SERVICE and r.level in ("ERROR", "CRITICAL")
-                 and r.line not in in_blocks and r.msg.strip()]
+                 and r.line not in in_blocks and r.msg.strip() and not r.extra.get(att.FOREIGN)]
     if ready_line:
         shut = [r.line for r in a.records if r.transport == SERVICE and _SHUTDOWN.search(r.msg) and r.line > ready_line]
         err_fatal = [l for l in err_lines if l > ready_line and any(s > l for s in shut)]
@@ -529,11 +483,20 @@ def _kernel_event(r: Record) -> Event | None:
     msg = r.msg
     m = _XID.search(msg)
     if m:
-        return Event(r.line, "kernel", "xid", values={"xid": int(m.group("xid")), "pci": m.group("pci"),
-                                                      "xid_text": m.group("xmsg")}, text=msg, ts=r.ts)
+        vals = {"xid": int(m.group("xid")), "pci": m.group("pci"), "xid_text": m.group("xmsg")}
+        if m.group("xpid") and m.group("xpid").isdigit():
+            vals["pid"], vals["comm"] = int(m.group("xpid")), (m.group("xname") or "").strip()
+        return Event(r.line, "kernel", "xid", values=vals, text=msg, ts=r.ts)
     if _FALLEN.search(msg):
         return Event(r.line, "kernel", "fallen_off", text=msg, ts=r.ts)
     m = _KOOM.search(msg)
     if m:
-        return Event(r.line, "kernel", "oom_kill", values={k: v for k, v in m.groupdict().items() if v}, text=msg, ts=r.ts)
+        vals = {k: v for k, v in m.groupdict().items() if v}
+        pid = m.group("kpid") or (re.search(r"\bpid=(\d+)", msg) or [None, None])[1]
+        comm = m.group("kname") or (re.search(r"\btask=([^,\s]+)", msg) or [None, None])[1]
+        if pid:
+            vals["pid"] = int(pid)
+        if comm:
+            vals["comm"] = comm
+        return Event(r.line, "kernel", "oom_kill", values=vals, text=msg, ts=r.ts)
     return None
