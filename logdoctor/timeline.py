@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from logdoctor import attempts as att
+from logdoctor import decisive as dcs
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import detect as engine_detect
@@ -123,6 +124,7 @@ class Attempt:
     systemd: dict[str, str] = field(default_factory=dict)   # result, exit code/status, timeout
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
+    decisive: object = None        # decisive.Decisive: the one decisive-error computation every consumer reads
 
     @property
     def completed_by_all(self) -> str | None:
@@ -328,20 +330,12 @@ def frames_phase(block: Block | None) -> str | None:
     return None
 
 
-def is_fatal_block(b: Block) -> bool:
-    """A traceback that ends in an exception (warnings and handled retries print none)."""
-    if b.kind == "abort":
-        return True
-    fin = b.final
-    if fin is None or not (fin.exc_type or fin.exc_msg):
-        return False
-    t = fin.exc_type or ""
-    return not t.endswith(("Warning",)) and t not in ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError",
-                                                       "CancelledError", "GeneratorExit")
+is_fatal_block = dcs.is_fatal_block
 
 
 def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event], marker_tab, engine: str) -> None:
-    fatal_blocks = [b for b in a.blocks if is_fatal_block(b)]
+    a.decisive = dec = dcs.compute(a, ready_line)
+    fatal_blocks = dec.blocks
     # a unit stopped on purpose after it came up (systemctl stop / restart) did not fail, even if the stop timed out
     operator_stop = ready_line and a.systemd.get("stopped_by") == "operator"
     sd_fail = not operator_stop and (

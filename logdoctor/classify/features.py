@@ -124,8 +124,8 @@ def _reached(a) -> str | None:
 
 
 def _fatal_blocks(a):
-    from logdoctor.timeline import is_fatal_block
-    return [b for b in a.blocks if is_fatal_block(b)]
+    from logdoctor.decisive import of
+    return of(a).blocks   # the one decisive-error computation (logdoctor/decisive.py)
 
 
 def features(tl, attempt) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logdoctor import decisive
 from logdoctor.blocks import Block
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
@@ -47,29 +48,13 @@ class Context:
 
     @classmethod
     def build(cls, tl: Timeline, a: Attempt) -> "Context":
-        fatal = [b for b in a.blocks if is_fatal_block(b)]
+        # the decisive error is computed once per attempt (logdoctor/decisive.py) and read here as-is
+        dec = decisive.of(a)
+        fatal = dec.blocks
         service = [r for r in a.records if r.transport == SERVICE]
         kernel = [r for r in a.records if r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg)]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
-        errors, inner, wrapper = [], [], []
-        for b in fatal:
-            for i, s in enumerate(b.sections):
-                text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
-                errors.append((s.exc_line or b.first_line, text))
-            if b.sections:
-                root, fin = b.sections[0], b.sections[-1]
-                inner.append((root.exc_line or b.first_line, f"{root.exc_type}: {root.exc_msg}" if root.exc_type else root.exc_msg))
-                wrapper.append((fin.exc_line or b.first_line, f"{fin.exc_type}: {fin.exc_msg}" if fin.exc_type else fin.exc_msg))
-                for s in b.sections:
-                    w = _WRAPPED.match(s.exc_msg or "")
-                    if w:
-                        inner.append((s.exc_line or b.first_line, w.group("inner")))
-        in_blocks = {r.line for b in a.blocks for r in b.records}
-        for r in service:
-            if r.line in in_blocks:
-                continue
-            if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg):
-                errors.append((r.line, r.msg))
+        errors, inner, wrapper = list(dec.errors), list(dec.inner), list(dec.wrapper)
         levers = dict(a.config.levers)
         return cls(tl, a, tl.engine, levers, fatal, service, kernel, systemd, errors, inner, wrapper)
 
@@ -370,6 +355,12 @@ def leaf_death(val, ctx, compiled, scope):
     return None
 
 
+def leaf_cut(val, ctx, compiled, scope):
+    """The window (or a paste) ends inside the decisive traceback, before its exception line: {cut: true}."""
+    cut = decisive.of(ctx.attempt).cut is not None
+    return Hit() if cut == bool(val) else None
+
+
 def leaf_engine(val, ctx, compiled, scope):
     vals = val if isinstance(val, list) else [val]
     return Hit() if ctx.engine in vals else None
@@ -414,5 +405,5 @@ _LEAF = {
     "phase_reached": leaf_phase_reached, "phase_not_reached": leaf_phase_not_reached, "flag": leaf_flag,
     "xid": leaf_xid, "kernel": leaf_kernel, "systemd": leaf_systemd, "exit_code": leaf_exit_code,
     "ranks_failed": leaf_ranks_failed, "attempts": leaf_attempts, "death": leaf_death, "engine": leaf_engine,
-    "level": leaf_level, "hint": leaf_hint, "env": leaf_env, "reading": leaf_reading,
+    "level": leaf_level, "hint": leaf_hint, "env": leaf_env, "reading": leaf_reading, "cut": leaf_cut,
 }
