@@ -78,7 +78,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     attempts = [{"started_line": x.start_line, "phase": x.phase,
                  "cause": (c[0].cause if c else "unknown") if x.failed else None, "outcome": outcome(x)}
                 for x, c in per_attempt]
-    window = {"lines": res.stats.read, "start_seen": tl.start_seen}
+    window = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a)}
     d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
                   confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
                   attempts=attempts, window=window, origin=res.origin)
@@ -99,6 +99,8 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     conf = confidence(scored)
     if not scored or conf < MIN_CONFIDENCE:
         _unknown(d, a)
+        if window["cut"]:
+            d.notes.insert(0, cut_note(a))
         return d
     win = scored[0]
     d.cause, d.rule, d.title = win.cause, win.rule.id, win.rule.title
@@ -125,9 +127,36 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if not a.config.known:
         d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     d.notes += _tried_notes(tl)
+    if window["cut"]:
+        # cut evidence: the frames placed it, the exception itself is not visible
+        d.confidence = round(min(d.confidence * 0.85, 0.7), 2)
+        d.notes.insert(0, cut_note(a))
     if attempt_note:
         d.notes.insert(0, attempt_note)
     return d
+
+
+def cut_reason(a: Attempt) -> str | None:
+    """Where the window ends early: inside the decisive traceback, or after a death line whose error is missing."""
+    if not a.failed:
+        return None
+    dec = a.decisive
+    if dec is not None and dec.cut is not None:
+        return dec.cut_reason
+    if dec is not None and not dec.fatal and not dec.errors and any(e.kind == "death" for e in a.events) \
+            and not a.kernel and not any(k in a.systemd for k in ("timeout", "oom")):
+        return "before the final error"
+    return None
+
+
+def cut_note(a: Attempt) -> str:
+    dec = a.decisive
+    if dec is not None and dec.cut is not None:
+        f = dec.engine_frame()
+        where = f" (last engine frame: {f.func} in {f.basename})" if f is not None and f.func else ""
+        return (f"the final error is not in the window: it ends {dec.cut_reason}{where}; "
+                "run journalctl -u UNIT -n 1000 to see the exception")
+    return "the final error is not in the window: only the death notice is; run journalctl -u UNIT -n 1000"
 
 
 def _tried_notes(tl: Timeline) -> list[str]:

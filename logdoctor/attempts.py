@@ -27,8 +27,9 @@ _START_DESC = re.compile(r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]
 # systemd lines about something else than a unit of ours: logind sessions, user managers
 _OTHER_SD = re.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
 # the process names an inference engine runs under (Xid/oom-kill lines give the kernel's comm name, ≤15 chars)
-_ENGINE_COMM = re.compile(r"python|sglang|vllm|VLLM|ray::|raylet|pt_main|torchrun|trtllm|text-generation|lmdeploy|"
-                          r"EngineCore|Worker|[Ss]cheduler|uvicorn|mpirun|srun", re.I)
+# (a generic "python" is not enough: on a shared host another user's notebook is python too)
+_ENGINE_COMM = re.compile(r"sglang|vllm|ray::|raylet|trtllm|text-generation|lmdeploy|EngineCore|Worker|[Ss]chedul|"
+                          r"[Dd]etoken|[Tt]okenizer", re.I)
 _CONFIG = re.compile(r"^server_args=|non-default args:|^vLLM (?:server|API server) version")
 
 
@@ -78,7 +79,9 @@ class Ownership:
             return False
         if pid in self.foreign_pids:
             return True
-        return bool(comm) and not _ENGINE_COMM.search(comm)
+        if not self.pids:
+            return bool(comm) and not _ENGINE_COMM.search(comm) and not comm.startswith("python")
+        return not (comm and _ENGINE_COMM.search(comm))
 
 
 def ownership(records: list[Record]) -> Ownership:

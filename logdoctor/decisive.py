@@ -27,6 +27,7 @@ _REQUEST_HEAD = re.compile(r"Exception in ASGI application|Error in ASGI|Excepti
 _REQUEST_MSG = re.compile(r"is longer than the model's context length|maximum context length is \d+ tokens|"
                           r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
                           r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long")
+ENGINE_FILE = re.compile(r"/(?:sglang|vllm|lmdeploy|tensorrt_llm|text_generation_server)/")
 _SERVER_FRAMES = re.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
 
 
@@ -49,6 +50,11 @@ class Decisive:
         """Failing frames, innermost first, of the first decisive block."""
         bl = sorted(self.blocks, key=lambda b: b.first_line)
         return [f for s in reversed(bl[0].sections) for f in reversed(s.frames)] if bl else []
+
+    def engine_frame(self) -> Frame | None:
+        """The innermost frame in the engine's own code (not torch, not the standard library)."""
+        fr = self.frames()
+        return next((f for f in fr if ENGINE_FILE.search(f.file)), fr[0] if fr else None)
 
 
 def is_fatal_block(b: Block) -> bool:

@@ -262,6 +262,8 @@ def leaf_xid(val, ctx, compiled, scope):
     else:
         want = set(val if isinstance(val, list) else [val])
     for e in codes:
+        if e.values.get("foreign") and e.values.get("xid") in XID_APP:
+            continue   # an application fault of another program's pid is that program's bug
         if e.name == "xid" and e.values.get("xid") in want:
             return Hit([(e.line, e.text)], captures={"xid": e.values["xid"], "pci": e.values.get("pci")})
     return None

@@ -23,7 +23,7 @@ PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "g
 OPS = ("set", "raise", "lower", "halve", "double", "enable", "disable")
 LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "phase", "phase_reached",
           "phase_not_reached", "flag", "xid", "kernel", "systemd", "exit_code", "ranks_failed", "attempts", "death",
-          "engine", "level", "hint", "env", "reading")
+          "engine", "level", "hint", "env", "reading", "cut")
 COMBINATORS = ("all", "any", "none")
 REGEX_LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "kernel", "death", "hint")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
