@@ -79,17 +79,25 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                  "cause": (c[0].cause if c else "unknown") if x.failed else None, "outcome": outcome(x)}
                 for x, c in per_attempt]
     window = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a)}
+    if res.stats.unknown_prefix:
+        window["prefix"] = res.stats.unknown_prefix
+    prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
+                   "peeled off as an unknown wrapper, so the writer or rank it may name is not used") if res.stats.unknown_prefix else None
     d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
                   confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
                   attempts=attempts, window=window, origin=res.origin)
     d.candidates = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
     if not a.failed:
+        if prefix_note:
+            d.notes.append(prefix_note)
         d.confidence = 0.9 if a.ready else 0.6
         d.explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
             "No failure in this window: no fatal traceback, no death message, no failed systemd result."
         return d
     if attempt_note:
         d.notes.append(attempt_note)   # the unknown path keeps it; a named cause re-adds it after the fix plan
+    if prefix_note:
+        d.notes.append(prefix_note)
     scored = cands
     if classifier is not None:
         probs = classifier.proba(tl, a)
@@ -133,6 +141,8 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         d.notes.insert(0, cut_note(a))
     if attempt_note:
         d.notes.insert(0, attempt_note)
+    if prefix_note:
+        d.notes.append(prefix_note)
     return d
 
 
