@@ -12,6 +12,7 @@ from typing import Iterable
 
 from logdoctor import remedy
 from logdoctor.attempts import outcome, verdict_attempt
+from logdoctor.defects import Defect, engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence
 from logdoctor.errors import InputError, UsageError
 from logdoctor.matching.conditions import Context
@@ -98,6 +99,14 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         d.notes.append(attempt_note)   # the unknown path keeps it; a named cause re-adds it after the fix plan
     if prefix_note:
         d.notes.append(prefix_note)
+    if a.hang is not None and not a.decisive.fatal and not any(c.rule.confidence >= 0.7 and c.cause != "startup_timeout"
+                                                                for c in cands):
+        _hang(d, a.hang)
+        return d
+    defect = engine_defect(a)
+    if defect is not None and (not cands or max(c.rule.confidence for c in cands) < 0.7):
+        _defect(d, defect, tl)
+        return d
     scored = cands
     if classifier is not None:
         probs = classifier.proba(tl, a)
@@ -198,6 +207,26 @@ def _unknown(d: Diagnosis, a: Attempt) -> None:
     d.explanation = ("The service failed, but no rule recognises the failure and the log does not show enough to "
                      "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
     d.actions = list(UNKNOWN_COLLECT)
+
+
+def _hang(d: Diagnosis, hang) -> None:
+    """Stopped answering while serving: a hang, named as such; never a start-up timeout, no flag change."""
+    d.cause, d.rule, d.confidence = "unknown", None, 0.0
+    d.title = "a hang while serving (health checks failing, no error from the engine)"
+    d.evidence = [Evidence(ln, t[:300]) for ln, t in hang.evidence]
+    d.explanation = hang.explanation()
+    d.actions = hang.actions()
+    d.no_flag_change = True
+
+
+def _defect(d: Diagnosis, defect: Defect, tl: Timeline) -> None:
+    """A programming error in the engine's own code: named for what it is, cause unknown, no flag change."""
+    d.cause, d.rule, d.confidence = "unknown", None, 0.0
+    d.title = "a defect in the engine's code (or an unsupported feature combination)"
+    d.evidence = [Evidence(defect.line, defect.exc)]
+    d.explanation = defect.explanation(tl.engine)
+    d.actions = defect.actions(tl.engine)
+    d.no_flag_change = True
 
 
 def _exc_text(b) -> str:

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from logdoctor import attempts as att
 from logdoctor import decisive as dcs
+from logdoctor import serving
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import detect as engine_detect
@@ -125,6 +126,7 @@ class Attempt:
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
     decisive: object = None        # decisive.Decisive: the one decisive-error computation every consumer reads
+    hang: object = None            # serving.Hang: stopped answering while serving (no traceback of its own)
 
     @property
     def completed_by_all(self) -> str | None:
@@ -211,6 +213,8 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
                 continue   # another unit's Started/Failed is not this service's
             ev = _systemd_event(r)
             if ev:
+                if ev.name == "result" and ev.values.get("result") == "timeout" and sd.get("stopped_by") == "operator":
+                    ev.values["result"] = "stop-timeout"   # the operator's stop timed out: not a start timeout
                 events.append(ev)
                 if ev.name == "started":
                     start_seen = True
@@ -363,10 +367,11 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         err_fatal = err_lines
     deaths = deaths + [Event(l, "death", "error_line") for l in err_fatal[:1]]
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
-    a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line))
-    if ready_line and not (after_ready or deaths_after or sd_fail):
+    a.hang = hung = serving.hang(a, ready_line) if ready_line else None
+    a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line) or hung)
+    if ready_line and not (after_ready or deaths_after or sd_fail or hung):
         a.failed = False
-    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after]
+    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after] + ([hung.first_line] if hung else [])
     a.fatal_line = min(firsts) if firsts else 0
     # the failing rank: the rank of the earliest fatal traceback that is not a front-end echo
     ranked = [b for b in after_ready if b.rank]
