@@ -94,13 +94,16 @@ def ownership(records: list[Record]) -> Ownership:
             if m:
                 units[m.group("unit")] += 1
     idents: Counter = Counter()
-    engine_idents: set[str] = set()
+    engine_lines: Counter = Counter()
     for r in records:
         if r.transport != SERVICE or not r.ident:
             continue
         idents[r.ident] += 1
         if r.prefix_engine or _CONFIG.search(r.msg) or "Traceback (most recent call last)" in r.msg:
-            engine_idents.add(r.ident)
+            engine_lines[r.ident] += 1
+    # one stray line that happens to look prefixed (cron's "(root) CMD ...") does not make a program the engine
+    top = max(engine_lines.values(), default=0)
+    engine_idents = {i for i, n in engine_lines.items() if n >= 3 or n * 2 >= top}
     if engine_idents:
         o.idents = engine_idents
     elif idents:

@@ -49,6 +49,10 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
      r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+", "launch"),
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
+_COMPILE_FILES = re.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
+# markers printed from inside another step's forward pass (vLLM compiles during the profile run): they say the
+# engine got there, not which step the forward belonged to, so a traceback's frames may place the failure
+_NESTED_MARKERS = {"dynamo", "compile_range", "compile_cache"}
 _ERROR_RX = tuple((re.compile(p), ph) for p, ph in ERROR_PHASES)
 _FRAME_RX = tuple((re.compile(p), ph) for p, ph in FRAME_PHASES)
 
@@ -328,6 +332,8 @@ def frames_phase(block: Block | None) -> str | None:
     if block is None:
         return None
     funcs = [fr.func for sec in block.sections for fr in sec.frames]
+    if any(_COMPILE_FILES.search(fr.file) for sec in block.sections for fr in sec.frames):
+        return "graph_capture"   # torch.compile itself failed (dynamo / inductor / the engine's compile backend)
     for rx, ph in _FRAME_RX:
         if any(rx.match(f) for f in funcs):
             return ph
@@ -447,7 +453,7 @@ def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str 
             nxt = m.phase
         if phase is None or m.edge in ("end", "ready") or PHASE_INDEX[nxt] >= PHASE_INDEX.get(phase, 0) or m.edge == "begin":
             if not (m.phase == "launch" and phase is not None):
-                phase, implied = nxt, (m.edge == "end" and bool(m.then))
+                phase, implied = nxt, (m.edge == "end" and bool(m.then)) or m.name in _NESTED_MARKERS
     return phase, implied
 
 

@@ -47,3 +47,109 @@ def test_restart_in_progress_json_names_attempts_and_note():
     outs = [a["outcome"] for a in d["attempts"]]
     assert outs[-1] == "in_progress" and "failed" in outs[:-1]
     assert any(n.startswith("a new attempt started at line ") for n in d["notes"])
+
+
+# ---- the mechanisms, one fixture family each (fixtures/journals/rt10-*: independent red-team logs) ----
+
+import yaml  # noqa: E402
+
+RT10 = sorted(d for d in FIX.iterdir() if d.name.startswith("rt10-"))
+
+
+def _label(d: Path) -> dict:
+    return yaml.safe_load((d / "label.yaml").read_text())
+
+
+@pytest.mark.parametrize("d", RT10, ids=lambda d: d.name)
+def test_unseen_shape_verdict_matches_label(d: Path):
+    lab = _label(d)
+    out, rc = explain_json(d / "journal.log")
+    failed = lab.get("failed", True)
+    assert out["failed"] is failed
+    if not failed:
+        assert rc == 0
+        return
+    assert out["phase"] == lab["phase"]
+    assert (out["cause"] or "unknown") == lab["cause"]
+    assert rc == (3 if lab["cause"] == "unknown" else 1)
+    shown = " ".join(f"{f['flag']} {f['to']}" for f in out["fixes"])
+    for bad in lab.get("must_not_suggest", []):
+        flag, _, val = bad.partition(" ")
+        if not val:
+            assert flag not in shown, f"{bad} suggested"
+
+
+@pytest.mark.parametrize("d", [d for d in RT10 if "restart-in-progress" in d.name], ids=lambda d: d.name)
+def test_restart_in_progress_is_about_the_failed_attempt(d: Path):
+    out, _ = explain_json(d / "journal.log")
+    outs = [a["outcome"] for a in out["attempts"]]
+    assert outs[-1] == "in_progress" and outs[-2] == "failed", outs
+    assert out["notes"][0].startswith("a new attempt started at line ")
+
+
+@pytest.mark.parametrize("d", [d for d in RT10 if "foreign-after-death" in d.name], ids=lambda d: d.name)
+def test_foreign_lines_after_death_open_no_attempt(d: Path):
+    out, _ = explain_json(d / "journal.log")
+    assert len(out["attempts"]) == 1 and out["attempts"][0]["outcome"] == "failed"
+
+
+@pytest.mark.parametrize("d", [d for d in RT10 if "cut-traceback" in d.name], ids=lambda d: d.name)
+def test_cut_traceback_is_a_failure_with_window_cut(d: Path):
+    out, _ = explain_json(d / "journal.log")
+    assert out["failed"] and out["window"]["cut"] in ("inside a traceback", "traceback without its exception line")
+    assert out["confidence"] <= 0.7
+    assert any("not in the window" in n for n in out["notes"])
+
+
+def test_sigquit_only_window_names_what_is_missing():
+    out, rc = explain_json(FIX / "rt10-a15-fatal-precursor" / "journal.log")
+    assert rc == 3 and out["window"]["cut"] == "before the final error"
+
+
+@pytest.mark.parametrize("name,wrapper", [("rt10-a17-prefix-ray", "ray"), ("rt10-a18-prefix-torchrun", "torchrun"),
+                                          ("rt10-a19-prefix-mpirun", "mpirun"), ("rt10-a20-prefix-srun", "srun"),
+                                          ("rt10-a21-prefix-kubectl", "kubectl"), ("rt10-a22-prefix-kubectl", "kubectl")])
+def test_process_manager_prefix_is_peeled(name, wrapper):
+    p = subprocess.run(LD + ["explain", str(FIX / name / "journal.log"), "--stats"], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert f"prefixes: {wrapper} " in p.stderr
+    assert p.returncode == 1
+
+
+def test_unknown_whole_log_prefix_is_reported_and_peeled():
+    src = (FIX / "rt10-a21-prefix-kubectl" / "journal.log").read_text().splitlines()
+    text = "\n".join("<node-7> " + l.split("] ", 1)[1] for l in src) + "\n"
+    p = subprocess.run(LD + ["explain", "-", "--stats", "--format", "json"], input=text, capture_output=True,
+                       text=True, cwd=ROOT)
+    assert "unknown line prefix '<node-N>'" in p.stderr
+    out = json.loads(p.stdout)
+    assert out["cause"] == "config_invalid" and out["window"]["prefix"] == "<node-N>"
+    assert any("prefix logdoctor does not know" in n for n in out["notes"])
+
+
+def test_bait_hint_exit_code_1_is_not_host_oom():
+    out, _ = explain_json(FIX / "rt10-a24-bait-hint-exitcode" / "journal.log")
+    assert out["cause"] != "host_oom"
+    assert not any(f["flag"] == "--mem-fraction-static" for f in out["fixes"])
+
+
+@pytest.mark.parametrize("name,func", [("rt10-a26-engine-defect", "prepare_for_verify"),
+                                       ("rt10-a27-engine-defect", "grammar_bitmask")])
+def test_engine_defect_is_named_not_forced_into_memory(name, func):
+    out, rc = explain_json(FIX / name / "journal.log")
+    assert rc == 3 and out["cause"] == "unknown" and out["fixes"] == []
+    assert func in out["explanation"] and "in force" in out["explanation"]
+    assert any(a.startswith("upgrade ") and "report it with the traceback" in a for a in out["actions"])
+
+
+def test_serving_hang_stopped_by_operator_is_not_startup_timeout():
+    p = subprocess.run(LD + ["explain", str(FIX / "rt10-a32-serving-hang-operator-stop" / "journal.log")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 3
+    assert "TimeoutStartSec" not in p.stdout and "startup_timeout" not in p.stdout
+    assert "hang while serving" in p.stdout
+
+
+def test_systemd_oom_killer_line_is_host_oom():
+    out, rc = explain_json(FIX / "rt10-a33-systemd-oom-line" / "journal.log")
+    assert rc == 1 and out["cause"] == "host_oom"
