@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from logdoctor import remedy
+from logdoctor import calibration, remedy
 from logdoctor.attempts import outcome, verdict_attempt
 from logdoctor.defects import Defect, engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence
@@ -136,6 +136,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
             alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, alt)), 2)})
     d.alternatives = alts[:3]
     d.evidence = _evidence(win, a)
+    d.confidence, why_low = calibration.adjust(d.confidence, rule_candidates=cands, winner=win, evidence=d.evidence)
     vars_ = _vars(win, a, tl)
     d.explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
     d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl)
@@ -144,6 +145,8 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if not a.config.known:
         d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     d.notes += _tried_notes(tl)
+    if why_low:
+        d.notes.append(f"confidence lowered: {why_low}")
     if window["cut"]:
         # cut evidence: the frames placed it, the exception itself is not visible
         d.confidence = round(min(d.confidence * 0.85, 0.7), 2)

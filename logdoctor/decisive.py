@@ -31,6 +31,10 @@ ENGINE_FILE = re.compile(r"/(?:sglang|vllm|lmdeploy|tensorrt_llm|text_generation
 _SERVER_FRAMES = re.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
 
 
+# a C/C++ CUDA check macro's message before it aborts (vLLM csrc, custom all-reduce, flashinfer): no Python exception
+_CHECK_FAILED = re.compile(r"^(?:Failed: )?Cuda (?:error|failure) \S+:\d+ '[^']+'|^CUDA error at \S+:\d+")
+
+
 @dataclass
 class Decisive:
     fatal: list[Block] = field(default_factory=list)      # complete fatal blocks, input order
@@ -55,6 +59,30 @@ class Decisive:
         """The innermost frame in the engine's own code (not torch, not the standard library)."""
         fr = self.frames()
         return next((f for f in fr if ENGINE_FILE.search(f.file)), fr[0] if fr else None)
+
+
+# fatal precursors: lines an engine prints just before it raises, so a window cut right after them is still a death
+#   SGLang  "max_total_tokens=N is larger than the profiled value -M" (a negative pool size)
+#   vLLM    "Available KV cache memory: -X GiB" (nothing left for the cache), "No available memory for the cache blocks";
+#           older builds "the rest of the memory reserved for KV Cache is -X GiB" and "# cuda blocks: 0"
+PRECURSORS = re.compile(r"is larger than the profiled value (?P<profiled_kv_tokens>-\d+)|"
+                        r"Available KV cache memory: (?P<negative_kv_gib>-[\d.]+) GiB|"
+                        r"reserved for KV Cache is (?P<negative_kv_gib2>-[\d.]+) ?GiB|# (?:cuda|GPU) blocks: 0\b|"
+                        r"No available memory for the cache blocks|"
+                        r"Not enough memory\. Please try to increase --mem-fraction-static")
+
+
+def precursors(records: list[Record]) -> list[tuple[int, str, dict]]:
+    """(line, text, captures) of the fatal precursor lines among the service's own records."""
+    out = []
+    for r in records:
+        if r.transport != SERVICE or r.extra.get(FOREIGN) or not ("memory" in r.msg or "profiled" in r.msg
+                                                                   or "blocks" in r.msg or "KV Cache" in r.msg):
+            continue
+        m = PRECURSORS.search(r.msg)
+        if m:
+            out.append((r.line, r.msg, {k: float(v) for k, v in m.groupdict().items() if v}))
+    return out
 
 
 def is_fatal_block(b: Block) -> bool:
@@ -136,7 +164,8 @@ def compute(a, ready_line: int = 0) -> Decisive:
     for r in a.records:
         if r.transport != SERVICE or r.extra.get(FOREIGN) or r.line in in_blocks or r.line in req:
             continue
-        if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg):
+        if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg) \
+                or _CHECK_FAILED.match(r.msg):
             d.errors.append((r.line, r.msg))
     return d
 

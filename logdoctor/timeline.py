@@ -36,6 +36,9 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
     (r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_worker_distributed_environment)$", "dist_init"),
     (r"^(parse_args|check_server_args|__post_init__|create_engine_config|from_cli_args|_verify_args|verify_with_parallel_config|_check_and_set_config)$", "launch"),
     (r"^(event_loop_normal|event_loop_overlap|run_batch|forward_batch_generation|process_batch_result|exposed_step|forward_step|forward_fill_batch|prepare_for_extend|prepare_for_decode|run_busy_loop|_process_engine_step|step_with_batch_queue|handle_generate_request|generate_request)$", "serving"),
+    # a model forward pass that no frame above names: before the service is up, the first forwards are the
+    # profile / warm-up runs
+    (r"^(forward|_forward|forward_impl|forward_native|forward_cuda|_call_impl|_wrapped_call_impl)$", "warmup"),
     (r"^(<module>|_run_module_as_main|_run_code)$", "launch"),
 )
 # the error itself → the phase it belongs to, for excerpts with neither markers nor telling frames
@@ -43,6 +46,8 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
     (r"Capture cuda graph failed|stream is capturing|CUDA graph capture|cudagraph", "graph_capture"),
     (r"could not be created: KV cache|KV cache (?:size|memory|blocks?)\b|Not enough memory\. Please try to increase --mem-fraction-static|No available memory for the cache blocks|"
      r"KV cache is needed|Not enough space for mamba|Cannot auto-fit max_model_len", "memory_pool"),
+    # the engine's own ZMQ IPC sockets are bound while it launches (front end ↔ engine core), not by torch.distributed
+    (r"ZMQError: Address already in use|zmq\.error\.ZMQError", "launch"),
     (r"NCCL|nccl|ProcessGroup|gloo|init_process_group|TCPStore|c10d|rendezvous|EADDRINUSE|Address already in use|"
      r"custom.?all.?reduce", "dist_init"),
     (r"no kernel image|undefined symbol|ImportError|ModuleNotFoundError|cannot open shared object|"
@@ -372,6 +377,12 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     else:
         err_fatal = err_lines
     deaths = deaths + [Event(l, "death", "error_line") for l in err_fatal[:1]]
+    # a fatal precursor (a negative KV size) with nothing after it but the end of the window is a death too
+    pre = [Event(ln, "death", "fatal_precursor", text=t, values=v) for ln, t, v in dcs.precursors(a.records)
+           if not any(e.kind == "marker" and e.line > ln and PHASE_INDEX.get(e.phase or "", 0) > PHASE_INDEX["memory_pool"]
+                      for e in a.events)][:1]
+    a.events.extend(pre)
+    deaths = deaths + pre
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.hang = hung = serving.hang(a, ready_line) if ready_line else None
     a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line) or hung)
