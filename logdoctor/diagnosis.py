@@ -50,6 +50,7 @@ class Diagnosis:
     candidates: list[dict] = field(default_factory=list)
     no_flag_change: bool = False
     origin: str = ""
+    history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
 
     @property
     def exit_code(self) -> int:
@@ -77,4 +78,5 @@ class Diagnosis:
             "attempts": list(self.attempts),
             "window": dict(self.window),
             "notes": list(self.notes),
+            **({"history": dict(self.history)} if self.history is not None else {}),
         }
