@@ -153,3 +153,33 @@ def test_serving_hang_stopped_by_operator_is_not_startup_timeout():
 def test_systemd_oom_killer_line_is_host_oom():
     out, rc = explain_json(FIX / "rt10-a33-systemd-oom-line" / "journal.log")
     assert rc == 1 and out["cause"] == "host_oom"
+
+
+# ---- calibration (item 8) ----
+
+def test_confidence_at_0_8_is_right_95_percent_on_unseen_variant_groups():
+    """Grouped folds (classifier trained without the case's variant_of group), scored on the fixtures whose group
+    no rule names as an example."""
+    p = subprocess.run(LD + ["eval", str(FIX), "--calibration", "--cv", "3", "--format", "json"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=900)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    un = rep["unseen"]
+    assert un["cases"] >= 40 and un["conf>=0.8"] >= 20
+    assert un["right_at_conf>=0.8"] >= 0.95, un["wrong_at_conf"]
+
+
+def test_classifier_alone_and_hint_only_verdicts_are_capped():
+    from logdoctor import calibration as cal
+    from logdoctor.diagnosis import Evidence
+
+    class W:  # a synthesized classifier candidate: no rule fired
+        class rule:
+            id = "classifier"
+    conf, why = cal.adjust(0.93, rule_candidates=[], winner=W, evidence=[Evidence(3, "RuntimeError: x")])
+    assert conf == cal.CLASSIFIER_ALONE_MAX and "classifier" in why
+    hint = [Evidence(9, "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.")]
+    conf, why = cal.adjust(0.9, rule_candidates=[W], winner=W, evidence=hint)
+    assert conf == cal.HINT_ONLY_MAX and "hint" in why
+    conf, why = cal.adjust(0.9, rule_candidates=[W], winner=W, evidence=[Evidence(4, "torch.OutOfMemoryError: CUDA")])
+    assert conf == 0.9 and why is None
