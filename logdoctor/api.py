@@ -104,6 +104,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if not a.failed:
         if prefix_note:
             d.notes.append(prefix_note)
+        d.notes += _hardware_warnings(a)
         d.confidence = 0.9 if a.ready else 0.6
         d.explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
             "No failure in this window: no fatal traceback, no death message, no failed systemd result."
@@ -169,6 +170,23 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if prefix_note:
         d.notes.append(prefix_note)
     return d
+
+
+def _hardware_warnings(a: Attempt) -> list[str]:
+    """A hardware-class Xid while the service is up is worth a warning even though nothing failed (yet)."""
+    from logdoctor.matching.conditions import XID_HARDWARE
+    out = []
+    for e in a.kernel:
+        x = e.values.get("xid")
+        if e.name == "xid" and x in XID_HARDWARE:
+            w = (f"warning: the kernel logged hardware-class Xid {x} for the GPU at PCI {e.values.get('pci')} (line "
+                 f"{e.line}) while the service was up; if the service uses that GPU, check it: "
+                 "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER")
+            if w not in out:
+                out.append(w)
+        elif e.name == "fallen_off":
+            out.append(f"warning: a GPU fell off the bus (line {e.line}) while the service was up")
+    return out[:3]
 
 
 def cut_reason(a: Attempt) -> str | None:

@@ -67,7 +67,7 @@ class Ownership:
             return m.group("desc").rstrip(".") == self.desc
         return m is not None and self.desc is None
 
-    def kernel_foreign(self, pid: int | None, comm: str | None, text: str) -> bool:
+    def kernel_foreign(self, pid: int | None, comm: str | None, text: str, kind: str = "xid") -> bool:
         """A kernel Xid / OOM-kill line that hit another program (its pid is another program's, its memory cgroup
         another unit's or a user's session, or its process is not an engine process)."""
         memcg = re.search(r"task_memcg=(\S+?)(?:,|$)", text) or re.search(r"oom_memcg=(\S+?)(?:,|$)", text)
@@ -79,6 +79,9 @@ class Ownership:
             return False
         if pid in self.foreign_pids:
             return True
+        if kind != "xid":
+            # an OOM kill without cgroup details: the victim is often an engine child whose pid the log never shows
+            return False
         if not self.pids:
             return bool(comm) and not _ENGINE_COMM.search(comm) and not comm.startswith("python")
         return not (comm and _ENGINE_COMM.search(comm))

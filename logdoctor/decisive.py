@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from logdoctor.blocks import Block, Frame
+from logdoctor.hints import strip_false
 from logdoctor.records import SERVICE, Record
 
 FOREIGN = "foreign"
@@ -148,13 +149,12 @@ def compute(a, ready_line: int = 0) -> Decisive:
     for b in d.blocks:
         for s in b.sections:
             if s.exc_type or s.exc_msg:
-                text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
-                d.errors.append((s.exc_line or b.first_line, text))
+                d.errors.append((s.exc_line or b.first_line, _text(s)))
         done = [s for s in b.sections if s.exc_type or s.exc_msg]
         if done:
             root, fin = done[0], done[-1]
-            d.inner.append((root.exc_line or b.first_line, f"{root.exc_type}: {root.exc_msg}" if root.exc_type else root.exc_msg))
-            d.wrapper.append((fin.exc_line or b.first_line, f"{fin.exc_type}: {fin.exc_msg}" if fin.exc_type else fin.exc_msg))
+            d.inner.append((root.exc_line or b.first_line, _text(root)))
+            d.wrapper.append((fin.exc_line or b.first_line, _text(fin)))
             for s in done:
                 w = _WRAPPED.match(s.exc_msg or "")
                 if w:
@@ -166,8 +166,13 @@ def compute(a, ready_line: int = 0) -> Decisive:
             continue
         if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg) \
                 or _CHECK_FAILED.match(r.msg):
-            d.errors.append((r.line, r.msg))
+            d.errors.append((r.line, strip_false(r.msg)))
     return d
+
+
+def _text(s) -> str:
+    """"Type: message" of a section, without engine hints whose stated condition the message refutes."""
+    return strip_false(f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg)
 
 
 def of(a) -> Decisive:

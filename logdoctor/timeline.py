@@ -69,7 +69,7 @@ _SD_TIMEOUT = re.compile(r"start(?:-pre|-post)? operation timed out|State 'start
 _SD_OOM = re.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
 _SD_STOPPING = re.compile(r"^Stopping ")  # a stop job someone asked for; after a crash systemd says "Stopped"
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
-_KOOM = re.compile(r"Out of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
+_KOOM = re.compile(r"(?:Out|out) of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
 _SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
 _FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
 
@@ -232,7 +232,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
         if r.transport == KERNEL or (r.transport == SERVICE and ("NVRM:" in r.msg or "oom-kill" in r.msg or "Out of memory: Killed" in r.msg)):
             ev = _kernel_event(r)
             if ev:
-                if own.kernel_foreign(ev.values.get("pid"), ev.values.get("comm"), r.msg):
+                if own.kernel_foreign(ev.values.get("pid"), ev.values.get("comm"), r.msg, ev.name):
                     ev.values["foreign"] = True
                 events.append(ev)
                 kernel.append(ev)
@@ -277,6 +277,17 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     for v in ranks.values():
         if v.phases:
             v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
+    # one kill report spans several lines: a victim pid the cgroup line placed elsewhere is foreign on every line,
+    # and "X invoked oom-killer" (the allocating task, not the victim) belongs to the report that follows
+    gone = {e.values["pid"] for e in kernel if e.name == "oom_kill" and e.values.get("foreign") and "pid" in e.values}
+    for e in kernel:
+        if e.name == "oom_kill" and e.values.get("pid") in gone:
+            e.values["foreign"] = True
+    for i, e in enumerate(kernel):
+        if e.name == "oom_kill" and "pid" not in e.values:
+            nxt = [k for k in kernel[i + 1:] if k.name == "oom_kill" and "pid" in k.values and k.line - e.line <= 40]
+            if nxt and all(k.values.get("foreign") for k in nxt):
+                e.values["foreign"] = True
     config = extract_config(recs, engine, version)
     _derive(readings, config.levers)
     a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,

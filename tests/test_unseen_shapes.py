@@ -183,3 +183,51 @@ def test_classifier_alone_and_hint_only_verdicts_are_capped():
     assert conf == cal.HINT_ONLY_MAX and "hint" in why
     conf, why = cal.adjust(0.9, rule_candidates=[W], winner=W, evidence=[Evidence(4, "torch.OutOfMemoryError: CUDA")])
     assert conf == 0.9 and why is None
+
+
+def _bait_only(code: str) -> str:
+    """rt10-a24 without the scheduler tracebacks that name the real cause: only the launcher's death line with its
+    conditional OOM-killer hint remains."""
+    lines = (FIX / "rt10-a24-bait-hint-exitcode" / "journal.log").read_text().splitlines()
+    keep = lines[:4] + lines[48:]
+    return "\n".join(l.replace("(exit code: 1)", f"(exit code: {code})") for l in keep) + "\n"
+
+
+def test_hint_whose_condition_is_false_is_not_evidence():
+    out, rc = explain_json(_bait_only("1"))
+    assert out["cause"] != "host_oom" and rc == 3
+    assert not any(c.get("cause") == "host_oom" and c.get("confidence", 0) >= 0.3 for c in out["alternatives"])
+
+
+def test_hint_whose_condition_holds_still_counts():
+    out, rc = explain_json(_bait_only("-9"))
+    assert out["cause"] == "host_oom" and rc == 1
+
+
+def _loading_then_oom_kill(memcg: str) -> str:
+    lines = (FIX / "rt10-a28-healthy-foreign-xid" / "journal.log").read_text().splitlines()[:10]
+    ts = "Nov 26 10:00:14 gpu-shared-02"
+    return "\n".join(lines + [
+        f"{ts} kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        f"{ts} kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,"
+        f"oom_memcg={memcg},task_memcg={memcg},task=python3,pid=51877,uid=1001",
+        f"{ts} kernel: Memory cgroup out of memory: Killed process 51877 (python3) total-vm:81234567kB"]) + "\n"
+
+
+def test_memcg_oom_kill_of_another_users_session_is_not_the_service():
+    out, rc = explain_json(_loading_then_oom_kill("/user.slice/user-1001.slice/session-4.scope"))
+    assert rc == 0 and out["failed"] is False
+
+
+def test_memcg_oom_kill_in_the_services_cgroup_is_host_oom():
+    out, rc = explain_json(_loading_then_oom_kill("/system.slice/sglang.service"))
+    assert out["failed"] is True and out["cause"] == "host_oom"
+
+
+def test_hardware_xid_while_serving_is_a_warning_not_a_failure():
+    lines = (FIX / "rt10-a28-healthy-foreign-xid" / "journal.log").read_text().splitlines()
+    text = "\n".join(l.replace("): 13, pid=31877, name=python, Graphics SM Warp Exception", "): 63, pid=31877, name=python, Row Remapper: New row marked for remapping")
+                     for l in lines) + "\n"
+    out, rc = explain_json(text)
+    assert rc == 0 and not out["failed"]
+    assert any(n.startswith("warning: the kernel logged hardware-class Xid 63") for n in out["notes"])

@@ -115,7 +115,8 @@ class _Acc:
 
 
 def _exc_text(sec) -> str:
-    return f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or "")
+    from logdoctor.hints import strip_false   # a hint whose stated condition is false is not evidence
+    return strip_false(f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or ""))
 
 
 def _reached(a) -> str | None:
@@ -248,7 +249,8 @@ def features(tl, attempt) -> list[str]:
                     add(f"death_exit:{int(float(code))}")
                 except (TypeError, ValueError):
                     pass
-            acc.text("death", e.text)
+            from logdoctor.hints import strip_false
+            acc.text("death", strip_false(e.text))
 
     # config
     cfg = a.config

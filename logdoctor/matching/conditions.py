@@ -52,7 +52,10 @@ class Context:
         dec = decisive.of(a)
         fatal = dec.blocks
         service = [r for r in a.records if r.transport == SERVICE]
-        kernel = [r for r in a.records if r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg)]
+        # kernel lines about another program's process (its pid, its memory cgroup) are not this service's evidence
+        foreign = {e.line for e in a.kernel if e.values.get("foreign")}
+        kernel = [r for r in a.records if (r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg))
+                  and r.line not in foreign]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
         errors, inner, wrapper = list(dec.errors), list(dec.inner), list(dec.wrapper)
         levers = dict(a.config.levers)
