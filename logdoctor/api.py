@@ -99,7 +99,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                    "peeled off as an unknown wrapper, so the writer or rank it may name is not used") if res.stats.unknown_prefix else None
     d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
                   confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
-                  attempts=attempts, window=window, origin=res.origin)
+                  attempts=attempts, window=window, origin=res.origin, attempt_index=vi)
     d.candidates = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
     if not a.failed:
         if prefix_note:

@@ -19,8 +19,12 @@ _HINT = re.compile(r"^\s*(?:If |Try |Please |Consider |You (?:may|can|might|shou
                    r"might be (?:caused|due)|[Pp]lease (?:check|try|increase|decrease|lower|set)")
 
 
+_ERROR_LINE = re.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b|^\s*(?:ERROR|CRITICAL|FATAL)\b")
+
+
 def is_hint(text: str) -> bool:
-    return bool(_HINT.search(text or ""))
+    """A line that only advises (an exception or error line that carries advice is still the error)."""
+    return bool(_HINT.search(text or "")) and not _ERROR_LINE.match(text or "")
 
 
 def adjust(confidence: float, *, rule_candidates: list, winner, evidence: list) -> tuple[float, str | None]:

@@ -50,6 +50,7 @@ class Diagnosis:
     candidates: list[dict] = field(default_factory=list)
     no_flag_change: bool = False
     origin: str = ""
+    attempt_index: int | None = None   # which attempt of the window the verdict is about (0-based)
     history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
 
     @property

@@ -179,6 +179,8 @@ def test_classifier_alone_and_hint_only_verdicts_are_capped():
     conf, why = cal.adjust(0.93, rule_candidates=[], winner=W, evidence=[Evidence(3, "RuntimeError: x")])
     assert conf == cal.CLASSIFIER_ALONE_MAX and "classifier" in why
     hint = [Evidence(9, "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.")]
+    err = [Evidence(9, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")]
+    assert cal.adjust(0.93, rule_candidates=[W], winner=W, evidence=err) == (0.93, None)
     conf, why = cal.adjust(0.9, rule_candidates=[W], winner=W, evidence=hint)
     assert conf == cal.HINT_ONLY_MAX and "hint" in why
     conf, why = cal.adjust(0.9, rule_candidates=[W], winner=W, evidence=[Evidence(4, "torch.OutOfMemoryError: CUDA")])
