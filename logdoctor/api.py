@@ -280,6 +280,9 @@ def _evidence(win: Candidate, a: Attempt) -> list[Evidence]:
         if ln and ln not in seen:
             first = text.splitlines()[0] if text else ""
             whole = next((m for m in by_line.get(ln, ()) if first and first in m), None)
+            if whole is None and any(m.lstrip().startswith('File "') for m in by_line.get(ln, ())):
+                # a frame leaf: show the traceback record as printed, not a summary of it
+                whole = next(m for m in by_line[ln] if m.lstrip().startswith('File "')).strip()
             seen[ln] = (whole or first)[:300]
     return [Evidence(ln, seen[ln]) for ln in sorted(seen)][:5]
 
