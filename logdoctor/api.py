@@ -5,57 +5,25 @@ raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from logdoctor import calibration, remedy
 from logdoctor.attempts import outcome, verdict_attempt
-from logdoctor.defects import Defect, engine_defect
+from logdoctor.defects import engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence
-from logdoctor.errors import InputError, UsageError
 from logdoctor.matching.conditions import Context
+from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
 from logdoctor.matching.loader import Rule, load_rules
-from logdoctor.matching.rank import Candidate, candidates, confidence
-from logdoctor.read import check_bytes, read_bytes, read_lines
+from logdoctor.matching.rank import Candidate, candidates
+from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
 from logdoctor.timeline import Attempt, Timeline, build
+from logdoctor.vocab import UNKNOWN
 
 UNKNOWN_COLLECT = ("journalctl -u UNIT -n 1000 --no-pager", "journalctl -k -b --no-pager | grep -E 'NVRM|oom|Killed'",
                    "nvidia-smi -q")
-MIN_CONFIDENCE = 0.35
-
-
-def read_any(source, *, strict: bool = True) -> ReadResult:
-    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError)."""
-    if isinstance(source, bytes):
-        if strict:
-            check_bytes(source, "<bytes>")
-        return read_bytes(source, "<bytes>")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
-                                            and Path(source).exists()):
-        from logdoctor.sources.files import read_source
-        raw = read_source(source)
-        if raw.is_journal_file:
-            from logdoctor.read import read_entries
-            from logdoctor.sources.journal import iter_journal_entries
-            return read_entries(iter_journal_entries(files=[str(source)]), raw.origin)
-        if strict:
-            check_bytes(raw.data, raw.origin)
-        return read_bytes(raw.data, raw.origin)
-    if isinstance(source, str):
-        data = source.encode("utf-8", "surrogateescape")
-        if strict:
-            check_bytes(data, "<text>")
-        return read_bytes(data, "<text>")
-    if isinstance(source, Iterable):
-        lines = [l.decode("utf-8", "replace") if isinstance(l, bytes) else str(l) for l in source]
-        lines = [l[:-1] if l.endswith("\n") else l for l in lines]
-        if strict and not any(l.strip() for l in lines):
-            raise InputError("empty input — no log lines")
-        return read_lines(lines, "<lines>")
-    raise UsageError(f"cannot read a log from {type(source).__name__}")
 
 
 def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
@@ -77,104 +45,97 @@ def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = 
     try:
         return diagnose_with_history(tl, res, rule_set, classifier=classifier, history=store, unit=unit, host=host)
     finally:
-        if not isinstance(history, History):
+        if store is not None and not isinstance(history, History):
             store.close()
 
 
 def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None,
                       tried_extra: dict | None = None) -> Diagnosis:
+    """Timeline -> Diagnosis of the attempt the verdict is about (attempts.verdict_attempt: the most recent failed
+    attempt while a later one is still starting, else the last): rules (+ classifier) decide (matching/decide.py),
+    the fix planner proposes (skipping `tried_extra` values: lever -> values tried elsewhere, from the attempt
+    history), and the Diagnosis is built here, once. Mechanisms that are not a cause of the taxonomy come first: a
+    hang while serving (serving.py) and a defect in the engine's own code (defects.py) are named, cause unknown."""
     per_attempt: list[tuple[Attempt, list[Candidate]]] = []
     for a in tl.attempts:
         cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
         per_attempt.append((a, cands))
     vi, attempt_note = verdict_attempt(tl.attempts)
     a, cands = per_attempt[vi]
-    attempts = [{"started_line": x.start_line, "phase": x.phase,
-                 "cause": (c[0].cause if c else "unknown") if x.failed else None, "outcome": outcome(x)}
-                for x, c in per_attempt]
-    window = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a)}
+    listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
+    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a)}
+    prefix_note = None
     if res.stats.unknown_prefix:
         window["prefix"] = res.stats.unknown_prefix
-    prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
-                   "peeled off as an unknown wrapper, so the writer or rank it may name is not used") if res.stats.unknown_prefix else None
-    d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
-                  confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
-                  attempts=attempts, window=window, origin=res.origin, attempt_index=vi)
-    d.candidates = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
+        prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
+                       "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
+    head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
+    tail = [prefix_note] if prefix_note else []
+    common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed,
+                                  rank=a.first_failing_rank, config=_config_view(a), window=window, origin=res.origin,
+                                  attempt_index=vi)
     if not a.failed:
-        if prefix_note:
-            d.notes.append(prefix_note)
-        d.notes += _hardware_warnings(a)
-        d.confidence = 0.9 if a.ready else 0.6
-        d.explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
+        explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
             "No failure in this window: no fatal traceback, no death message, no failed systemd result."
-        return d
-    if attempt_note:
-        d.notes.append(attempt_note)   # the unknown path keeps it; a named cause re-adds it after the fix plan
-    if prefix_note:
-        d.notes.append(prefix_note)
-    if a.hang is not None and not a.decisive.fatal and not any(c.rule.confidence >= 0.7 and c.cause != "startup_timeout"
-                                                                for c in cands):
-        _hang(d, a.hang)
-        return d
+        return Diagnosis(phase=a.phase, cause=None, confidence=healthy_confidence(a.ready), rule=None,
+                         explanation=explanation, attempts=_attempts(per_attempt, vi, None), candidates=listed,
+                         notes=tail + _hardware_warnings(a), **common)
+    named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
+                 attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
+    strong = [c for c in cands if c.rule.confidence >= 0.7]
+    if a.hang is not None and not a.decisive.fatal and not any(c.cause != "startup_timeout" for c in strong):
+        h = a.hang
+        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
+                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
+                         actions=h.actions(), **named)
     defect = engine_defect(a)
-    if defect is not None and (not cands or max(c.rule.confidence for c in cands) < 0.7):
-        _defect(d, defect, tl)
-        return d
-    scored = cands
-    if classifier is not None:
-        probs = classifier.proba(tl, a)
-        scored = classifier.rerank(tl, a, cands, rules=rule_set, probs=probs)
-        d.candidates += [{"rule": "classifier", "cause": c, "score": round(p, 3)}
-                         for c, p in sorted(probs.items(), key=lambda kv: -kv[1])[:3]]
-    conf = confidence(scored)
-    if not scored or conf < MIN_CONFIDENCE:
-        _unknown(d, a)
-        if window["cut"]:
-            d.notes.insert(0, cut_note(a))
-        return d
-    win = scored[0]
-    d.cause, d.rule, d.title = win.cause, win.rule.id, win.rule.title
+    if defect is not None and not strong:
+        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
+                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
+                         actions=defect.actions(tl.engine), **named)
+    v = decide(tl, a, cands, rule_set, classifier)
+    listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
+    if v.winner is None:
+        return Diagnosis(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, evidence=_unknown_evidence(a),
+                         explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT), notes=head + tail,
+                         attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
+    win = v.winner
+    phase = a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
-        d.phase = win.rule.phases[0]
-    attempts[vi]["cause"] = win.cause
-    d.confidence = conf
-    seen = set()
-    alts = []
-    for c in scored[1:]:
-        if c.cause != win.cause and c.cause not in seen:
-            seen.add(c.cause)
-            alt = c.confidence if c.confidence is not None and c.rule.id == "classifier" else \
-                c.rule.confidence * (c.score / max(win.score, 1)) * 0.4
-            alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, alt)), 2)})
-    d.alternatives = alts[:3]
-    d.evidence = _evidence(win, a)
-    d.confidence, why_low = calibration.adjust(d.confidence, rule_candidates=cands, winner=win, evidence=d.evidence)
+        phase = win.rule.phases[0]
     vars_ = _vars(win, a, tl)
-    d.explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
-    d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
-    d.actions = [_fill(x, vars_) for x in win.rule.actions]
-    d.no_flag_change = win.rule.no_flag_change
+    fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
-        d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
-    d.notes += _tried_notes(tl)
-    if why_low:
-        d.notes.append(f"confidence lowered: {why_low}")
+        notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
+    evidence = _evidence(win, a)
+    # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
+    conf, why_low = calibration.adjust(v.confidence, rule_candidates=cands, winner=win, evidence=evidence)
     if window["cut"]:
-        # cut evidence: the frames placed it, the exception itself is not visible
-        d.confidence = round(min(d.confidence * 0.85, 0.7), 2)
-        d.notes.insert(0, cut_note(a))
-    if attempt_note:
-        d.notes.insert(0, attempt_note)
-    if prefix_note:
-        d.notes.append(prefix_note)
-    return d
+        conf = round(min(conf * 0.85, 0.7), 2)
+    low = [f"confidence lowered: {why_low}"] if why_low else []
+    return Diagnosis(
+        phase=phase, cause=win.cause, confidence=conf, rule=win.rule.id, title=win.rule.title,
+        evidence=evidence, explanation=_fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title,
+        fixes=fixes, notes=head + notes + _tried_notes(tl) + low + tail, actions=[_fill(x, vars_) for x in win.rule.actions],
+        no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
+        attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
+
+
+def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, cause: str | None) -> list[dict]:
+    """One entry per attempt: where it started, its phase, its cause (the verdict's for the attempt it is about) and
+    its outcome (failed / ready / in_progress / stopped)."""
+    out = [{"started_line": x.start_line, "phase": x.phase,
+            "cause": (c[0].cause if c else UNKNOWN) if x.failed else None, "outcome": outcome(x)}
+           for x, c in per_attempt]
+    if cause is not None:
+        out[vi]["cause"] = cause
+    return out
 
 
 def _hardware_warnings(a: Attempt) -> list[str]:
     """A hardware-class Xid while the service is up is worth a warning even though nothing failed (yet)."""
-    from logdoctor.matching.conditions import XID_HARDWARE
+    from logdoctor.vocab import XID_HARDWARE
     out = []
     for e in a.kernel:
         x = e.values.get("xid")
@@ -234,33 +195,13 @@ def _tried_notes(tl: Timeline) -> list[str]:
     return notes
 
 
-def _unknown(d: Diagnosis, a: Attempt) -> None:
-    d.cause, d.rule, d.confidence = "unknown", None, 0.0
-    d.evidence = [Evidence(b.final.exc_line or b.first_line, _exc_text(b))
-                  for b in a.blocks if b.final is not None][:3]
-    d.explanation = ("The service failed, but no rule recognises the failure and the log does not show enough to "
-                     "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
-    d.actions = list(UNKNOWN_COLLECT)
+UNKNOWN_TEXT = ("The service failed, but no rule recognises the failure and the log does not show enough to "
+                "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
 
 
-def _hang(d: Diagnosis, hang) -> None:
-    """Stopped answering while serving: a hang, named as such; never a start-up timeout, no flag change."""
-    d.cause, d.rule, d.confidence = "unknown", None, 0.0
-    d.title = "a hang while serving (health checks failing, no error from the engine)"
-    d.evidence = [Evidence(ln, t[:300]) for ln, t in hang.evidence]
-    d.explanation = hang.explanation()
-    d.actions = hang.actions()
-    d.no_flag_change = True
-
-
-def _defect(d: Diagnosis, defect: Defect, tl: Timeline) -> None:
-    """A programming error in the engine's own code: named for what it is, cause unknown, no flag change."""
-    d.cause, d.rule, d.confidence = "unknown", None, 0.0
-    d.title = "a defect in the engine's code (or an unsupported feature combination)"
-    d.evidence = [Evidence(defect.line, defect.exc)]
-    d.explanation = defect.explanation(tl.engine)
-    d.actions = defect.actions(tl.engine)
-    d.no_flag_change = True
+def _unknown_evidence(a: Attempt) -> list[Evidence]:
+    """Without a winning rule, the final exception of each traceback is the best evidence there is."""
+    return [Evidence(b.final.exc_line or b.first_line, _exc_text(b)) for b in a.blocks if b.final is not None][:3]
 
 
 def _exc_text(b) -> str:
