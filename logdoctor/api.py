@@ -83,7 +83,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
                  attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
     strong = [c for c in cands if c.rule.confidence >= 0.7]
-    if a.hang is not None and not a.decisive.fatal and not any(c.cause != "startup_timeout" for c in strong):
+    if a.hang is not None and not (a.decisive is not None and a.decisive.fatal) and not any(c.cause != "startup_timeout" for c in strong):
         h = a.hang
         return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
                          evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),

@@ -67,6 +67,10 @@ class Ownership:
             return m.group("desc").rstrip(".") == self.desc
         return m is not None and self.desc is None
 
+    def kernel_attribution(self, values: dict, text: str, kind: str) -> dict:
+        """{"foreign": True} for a kernel event that hit another program, else {}."""
+        return {"foreign": True} if self.kernel_foreign(values.get("pid"), values.get("comm"), text, kind) else {}
+
     def kernel_foreign(self, pid: int | None, comm: str | None, text: str, kind: str = "xid") -> bool:
         """A kernel Xid / OOM-kill line that hit another program (its pid is another program's, its memory cgroup
         another unit's or a user's session, or its process is not an engine process)."""
@@ -83,19 +87,47 @@ class Ownership:
             # an OOM kill without cgroup details: the victim is often an engine child whose pid the log never shows
             return False
         if not self.pids:
-            return bool(comm) and not _ENGINE_COMM.search(comm) and not comm.startswith("python")
+            return comm is not None and comm != "" and not _ENGINE_COMM.search(comm) and not comm.startswith("python")
         return not (comm and _ENGINE_COMM.search(comm))
 
 
-def ownership(records: list[Record]) -> Ownership:
-    """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
-    o = Ownership()
-    units = Counter()
+def attribute_kill_reports(kernel: list) -> None:
+    """One OOM-kill report spans several kernel lines: a victim pid the cgroup line placed elsewhere is foreign on
+    every line, and "X invoked oom-killer" (the allocating task, not the victim) belongs to the report after it."""
+    gone = {e.values["pid"] for e in kernel if e.name == "oom_kill" and e.values.get("foreign") and "pid" in e.values}
+    for e in kernel:
+        if e.name == "oom_kill" and e.values.get("pid") in gone:
+            e.values["foreign"] = True
+    for i, e in enumerate(kernel):
+        if e.name == "oom_kill" and "pid" not in e.values:
+            nxt = [k for k in kernel[i + 1:] if k.name == "oom_kill" and "pid" in k.values and k.line - e.line <= 40]
+            if nxt and all(k.values.get("foreign") for k in nxt):
+                e.values["foreign"] = True
+
+
+def _unit_of(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
+    """The service's unit (the journal field of its processes, else the unit systemd talks about most) and its
+    Description (from "Started U - Desc.")."""
+    units: Counter = Counter()
     for r in records:
         if r.transport == SYSTEMD:
             m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg)
             if m:
                 units[m.group("unit")] += 1
+    by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in idents)
+    unit = by_field.most_common(1)[0][0] if by_field else units.most_common(1)[0][0] if units else None
+    if unit:
+        for r in records:
+            if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{unit} - " in r.msg:
+                m = _START_DESC.match(r.msg)
+                if m:
+                    return unit, m.group("desc").rstrip(".")
+    return unit, None
+
+
+def ownership(records: list[Record]) -> Ownership:
+    """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
+    o = Ownership()
     idents: Counter = Counter()
     engine_lines: Counter = Counter()
     for r in records:
@@ -111,19 +143,7 @@ def ownership(records: list[Record]) -> Ownership:
         o.idents = engine_idents
     elif idents:
         o.idents = {idents.most_common(1)[0][0]}
-    # the unit: the one whose processes are the service's when the journal names it, else the most talked-about
-    by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in o.idents)
-    if by_field:
-        o.unit = by_field.most_common(1)[0][0]
-    elif units:
-        o.unit = units.most_common(1)[0][0]
-    if o.unit:
-        for r in records:
-            if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{o.unit} - " in r.msg:
-                m = _START_DESC.match(r.msg)
-                if m:
-                    o.desc = m.group("desc").rstrip(".")
-                    break
+    o.unit, o.desc = _unit_of(records, o.idents)
     for r in records:
         if r.transport != SERVICE:
             continue

@@ -27,7 +27,7 @@ _SIGNAL = re.compile(r"out of memory|OutOfMemory|CUDA error|CUDA_ERROR|cudaError
 _FEATURE = re.compile(r"^(?:speculative_(?:algorithm|config|method)|spec_method|enable_\w+|structured_outputs_config|"
                       r"guided_decoding_backend|kv_cache_dtype|quantization|disaggregation_mode|lora_paths|"
                       r"tool_call_parser|reasoning_parser)$")
-_DEFAULTISH = {None, False, "", "auto", "none", "None", 0, "disabled", "full"}
+_DEFAULTISH = {None, False, "", "auto", "none", "None", "disabled", "full"}
 
 
 @dataclass

@@ -19,7 +19,7 @@ from logdoctor.config import Config, extract_config
 from logdoctor.engines import ENGINES
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
-from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
 from logdoctor.vocab import EventKind, PhaseSource
 
 PHASES = mk.PHASES
@@ -151,8 +151,8 @@ class Attempt:
     systemd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())   # result, exit code/status, timeout
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
-    decisive: object = None        # decisive.Decisive: the one decisive-error computation every consumer reads
-    hang: object = None            # serving.Hang: stopped answering while serving (no traceback of its own)
+    decisive: dcs.Decisive | None = None   # the one decisive-error computation every consumer reads
+    hang: serving.Hang | None = None       # stopped answering while serving (no traceback of its own)
 
     @property
     def completed_by_all(self) -> str | None:
@@ -249,8 +249,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
         if r.transport == KERNEL or (r.transport == SERVICE and ("NVRM:" in r.msg or "oom-kill" in r.msg or "Out of memory: Killed" in r.msg)):
             ev = _kernel_event(r)
             if ev:
-                if own.kernel_foreign(ev.values.get("pid"), ev.values.get("comm"), r.msg, ev.name):
-                    ev.values["foreign"] = True
+                ev.values.update(own.kernel_attribution(ev.values, r.msg, ev.name))
                 events.append(ev)
                 kernel.append(ev)
             if r.transport == KERNEL:
@@ -294,17 +293,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     for v in ranks.values():
         if v.phases:
             v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
-    # one kill report spans several lines: a victim pid the cgroup line placed elsewhere is foreign on every line,
-    # and "X invoked oom-killer" (the allocating task, not the victim) belongs to the report that follows
-    gone = {e.values["pid"] for e in kernel if e.name == "oom_kill" and e.values.get("foreign") and "pid" in e.values}
-    for e in kernel:
-        if e.name == "oom_kill" and e.values.get("pid") in gone:
-            e.values["foreign"] = True
-    for i, e in enumerate(kernel):
-        if e.name == "oom_kill" and "pid" not in e.values:
-            nxt = [k for k in kernel[i + 1:] if k.name == "oom_kill" and "pid" in k.values and k.line - e.line <= 40]
-            if nxt and all(k.values.get("foreign") for k in nxt):
-                e.values["foreign"] = True
+    att.attribute_kill_reports(kernel)
     config = extract_config(recs, engine, version)
     _derive(readings, config.levers)
     a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,

@@ -112,7 +112,7 @@ class _Acc:
 
 
 def _exc_text(sec) -> str:
-    from logdoctor.hints import strip_false   # a hint whose stated condition is false is not evidence
+    from logdoctor.hints import strip_false  # a hint whose stated condition is false is not evidence
     return strip_false(f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or ""))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
 import click
 
@@ -74,7 +75,7 @@ def _calibration(case_dirs, rule_dirs, k: int, fmt: str) -> None:
     cases = ev.load_cases(case_dirs)
     groups = cal.example_groups(cases, load_rules(tuple(rule_dirs)))
     unseen = {c.id for c in cases if str(c.label.get("variant_of") or c.id) not in groups}
-    rep = {"folds": k, "all": cal.reliability(results), "unseen": cal.reliability(results, unseen)}
+    rep: dict[str, Any] = {"folds": k, "all": cal.reliability(results), "unseen": cal.reliability(results, unseen)}
     if fmt == "json":
         click.echo(json.dumps(rep, indent=2))
         return

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 _RAY = re.compile(r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
                   r"(?:, (?:node_id|actor_id|repr)=[^)]*)?\) ")
@@ -57,7 +57,7 @@ def detect(lines: list[str]) -> tuple[frozenset[str], str | None]:
         if srun * 2 >= len(sample) and srun >= 3:
             kinds.add("srun")
     unknown = None
-    leads = Counter()
+    leads: Counter[str] = Counter()
     for l in sample:
         m = _LEAD.match(l)
         if m and not _KNOWN_LEAD.match(l):
@@ -141,7 +141,7 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
 
 def _ts(m: re.Match) -> datetime | None:
     try:
-        ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=timezone.utc)
+        ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=UTC)
     except ValueError:
         return None
     frac = m.group("frac")

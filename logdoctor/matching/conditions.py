@@ -14,7 +14,6 @@ from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline
 from logdoctor.vocab import XID_APP, XID_HARDWARE
 
 
-
 @dataclass
 class Hit:
     evidence: list[tuple[int, str]] = field(default_factory=list)
