@@ -233,3 +233,20 @@ def test_hardware_xid_while_serving_is_a_warning_not_a_failure():
     out, rc = explain_json(text)
     assert rc == 0 and not out["failed"]
     assert any(n.startswith("warning: the kernel logged hardware-class Xid 63") for n in out["notes"])
+
+
+def test_restart_in_progress_with_history_keeps_the_verdicts_fix(tmp_path):
+    """With the attempt history on, the failed attempt is the current one: its own suggested fix is not 'tried'."""
+    log = FIX / "rt10-a03-restart-in-progress" / "journal.log"
+    plain, _ = explain_json(log, "--no-history")
+    hist, _ = explain_json(log, "--history", str(tmp_path / "h.sqlite"))
+    assert hist["cause"] == plain["cause"] == "kv_cache_oom"
+    assert hist["fixes"][0] == plain["fixes"][0]
+    assert [a["outcome"] for a in hist["attempts"]] == ["failed", "in_progress"]
+    p = subprocess.run(LD + ["history", "--history", str(tmp_path / "h.sqlite"), "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    rows = {r["outcome"]: r for r in json.loads(p.stdout)["attempts"]}
+    # the verdict (rule, fix) is recorded on the failed attempt, not on the restart that is still loading
+    assert rows["failed"]["rule"] == plain["rule"] and rows["failed"]["fix"]["flag"] == plain["fixes"][0]["flag"]
+    assert rows["in_progress"]["rule"] is None and rows["in_progress"]["fix"] is None
+    assert rows["in_progress"]["phase"] == "weight_load"
