@@ -181,26 +181,24 @@ def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
     Lines of other programs never cut and never make a chunk "the service's"."""
     chunks: list[list[Record]] = [[]]
     seen_config = seen_progress = exited = False
+    has_own = has_start = False      # the current chunk holds a line of the service / its own start line
     last_pid = None
 
     def own_service(chunk):
         return any(x.transport == SERVICE and not x.extra.get(FOREIGN) for x in chunk)
 
     for r in records:
-        cur = chunks[-1]
         new = False
         if r.transport == SYSTEMD and own.own_systemd(r.msg, r.unit):
             started = _SD_STARTED.match(r.msg)
             # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
             # attempt only once the current one has exited, or when it holds no start line of its own yet
-            own_start = any(x.transport == SYSTEMD and _SD_STARTED.match(x.msg) and own.own_systemd(x.msg, x.unit)
-                            for x in cur)
-            if started and own_service(cur) and (exited or not own_start):
+            if started and has_own and (exited or not has_start):
                 new = True
             if _SD_EXIT.search(r.msg):
                 exited = True
         elif r.transport == META:
-            if r.msg.startswith("-- Boot") and own_service(cur):
+            if r.msg.startswith("-- Boot") and has_own:
                 new = True
         elif r.transport == SERVICE and not r.extra.get(FOREIGN):
             is_config = bool(_CONFIG.search(r.msg))
@@ -210,10 +208,13 @@ def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
                 new = True
         if new:
             chunks.append([])
-            seen_config = seen_progress = exited = False
+            seen_config = seen_progress = exited = has_own = has_start = False
             last_pid = None
         chunks[-1].append(r)
+        if r.transport == SYSTEMD and _SD_STARTED.match(r.msg) and own.own_systemd(r.msg, r.unit):
+            has_start = True
         if r.transport == SERVICE and not r.extra.get(FOREIGN):
+            has_own = True
             if _CONFIG.search(r.msg):
                 seen_config = True
             elif seen_config and not seen_progress and r.msg and not r.continuation:
