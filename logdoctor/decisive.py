@@ -45,6 +45,8 @@ class Decisive:
     errors: list[tuple[int, str]] = field(default_factory=list)    # every section "Type: msg" + ERROR lines
     inner: list[tuple[int, str]] = field(default_factory=list)     # root causes
     wrapper: list[tuple[int, str]] = field(default_factory=list)   # outermost exception of each fatal block
+    rank: str | None = None   # the failing rank: of the earliest decisive traceback that is not a front-end echo
+    #                           (set by timeline._decide, which also drops tracebacks the service served past)
 
     @property
     def blocks(self) -> list[Block]:

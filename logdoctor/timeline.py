@@ -420,6 +420,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     elif after_ready and _proc_is_rank(engine):
         procs = [b.proc.split("/")[-1] for b in after_ready if b.proc]
         a.first_failing_rank = procs[0] if procs else None
+    dec.rank = a.first_failing_rank
     for v in a.ranks.values():
         mine = [b for b in after_ready if (b.rank or (b.proc or "").split("/")[-1] or "main") == v.rank]
         if mine:
