@@ -250,3 +250,31 @@ def test_restart_in_progress_with_history_keeps_the_verdicts_fix(tmp_path):
     assert rows["failed"]["rule"] == plain["rule"] and rows["failed"]["fix"]["flag"] == plain["fixes"][0]["flag"]
     assert rows["in_progress"]["rule"] is None and rows["in_progress"]["fix"] is None
     assert rows["in_progress"]["phase"] == "weight_load"
+
+
+@pytest.mark.parametrize("line,wrapper,rank,pid,body", [
+    ("(RayWorkerWrapper pid=4242, ip=10.0.0.2) ERROR 11-20 10:11:30 [worker_base.py:620] boom [repeated 7x across cluster]",
+     "ray", None, 4242, "ERROR 11-20 10:11:30 [worker_base.py:620] boom"),
+    ("(raylet, ip=10.0.0.2) [2026-11-20 10:11:30,1 E 55 55] worker died", "ray", None, None,
+     "[2026-11-20 10:11:30,1 E 55 55] worker died"),
+    ("[default3]:INFO 11-21 18:22:47 [config.py:1] hi", "torchrun", "rank3", None, "INFO 11-21 18:22:47 [config.py:1] hi"),
+    ("[1,5]<stderr>:[2026-11-22 09:01:15 TP1] Init torch distributed begin.", "mpirun", "rank5", None,
+     "[2026-11-22 09:01:15 TP1] Init torch distributed begin."),
+    ("[pod/vllm-0/vllm] 2026-11-23T11:02:27.469529123Z (APIServer pid=1) INFO x", "kubectl", None, None,
+     "(APIServer pid=1) INFO x"),
+    ("[pod/job-0/main] [default1]:Traceback (most recent call last):", "kubectl", "rank1", None,
+     "Traceback (most recent call last):"),
+])
+def test_wrapper_prefixes_peel(line, wrapper, rank, pid, body):
+    from logdoctor.formats.wrappers import peel
+    p = peel(line)
+    assert (p.wrapper, p.rank, p.pid, p.body) == (wrapper, rank, pid, body)
+
+
+def test_srun_labels_only_when_most_lines_carry_them():
+    from logdoctor.formats.wrappers import detect, peel
+    lines = [f"{i % 2}: line {i}" for i in range(10)]
+    kinds, unknown = detect(lines)
+    assert "srun" in kinds and unknown is None
+    assert peel("1: Traceback (most recent call last):", kinds).rank == "rank1"
+    assert peel("1: not a label", frozenset()).body == "1: not a label"
