@@ -63,6 +63,8 @@ class Stats:
     collapsed_frames: int = 0     # \r-rewritten progress-bar states collapsed into their last one
     bad_bytes: int = 0            # bytes replaced while decoding invalid UTF-8
     formats: dict[str, int] = field(default_factory=dict)
+    prefixes: dict[str, int] = field(default_factory=dict)   # process-manager prefixes peeled (ray, torchrun, ...)
+    unknown_prefix: str | None = None   # a prefix most lines share that no parser knows (digits shown as N)
 
     def count_format(self, fmt: str) -> None:
         self.formats[fmt] = self.formats.get(fmt, 0) + 1
@@ -76,6 +78,10 @@ class Stats:
             s += f"; {self.bad_bytes} invalid UTF-8 bytes replaced"
         if fm:
             s += f"; formats: {fm}"
+        if self.prefixes:
+            s += "; prefixes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.prefixes.items(), key=lambda kv: -kv[1]))
+        if self.unknown_prefix:
+            s += f"; unknown line prefix {self.unknown_prefix!r} on most lines (peeled as an unknown wrapper)"
         return s
 
 

@@ -88,6 +88,10 @@ OUTCOMES: Final = MappingProxyType(
     }
 )
 
+# outcomes of one attempt of the service in the window (JSON attempts[].outcome, attempts.outcome)
+AttemptOutcome = Literal["failed", "ready", "in_progress", "stopped"]
+ATTEMPT_OUTCOMES: Final[tuple[str, ...]] = get_args(AttemptOutcome)
+
 # --------------------------------------------------------------------------------------------------------------------
 # fix operations a rule may ask of a lever
 

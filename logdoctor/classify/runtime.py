@@ -228,9 +228,9 @@ def _human(tok: str) -> str:
 
 
 def _evidence(a) -> list[tuple[int, str]]:
-    from logdoctor.timeline import is_fatal_block
+    from logdoctor.decisive import of
     ev: list[tuple[int, str]] = []
-    for b in sorted((b for b in a.blocks if is_fatal_block(b)), key=lambda b: b.first_line)[:2]:
+    for b in sorted(of(a).fatal, key=lambda b: b.first_line)[:2]:
         for s in (b.sections[0], b.sections[-1]) if b.sections else ():
             text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
             ln = s.exc_line or b.first_line

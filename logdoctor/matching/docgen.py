@@ -214,14 +214,21 @@ def diagnosis_schema() -> dict[str, Any]:
                         "started_line": {"type": "integer"},
                         "phase": {"type": "string"},
                         "cause": nullable_str,
+                        "outcome": {"enum": list(vocab.ATTEMPT_OUTCOMES)},
                     },
                 },
             },
             "window": {
                 "type": "object",
                 "required": ["lines", "start_seen"],
-                "properties": {"lines": {"type": "integer", "minimum": 0}, "start_seen": {"type": "boolean"}},
+                "properties": {
+                    "lines": {"type": "integer", "minimum": 0},
+                    "start_seen": {"type": "boolean"},
+                    "cut": {**nullable_str, "description": "where the window ends early, e.g. 'inside a traceback'"},
+                    "prefix": {**nullable_str, "description": "a line prefix most lines share that no parser knows"},
+                },
             },
+            "notes": {"type": "array", "items": {"type": "string"}},
             "history": {
                 "description": "optional: what the attempt history added (when one was used; docs/hook.md)",
                 "type": "object",
