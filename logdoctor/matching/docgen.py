@@ -69,7 +69,19 @@ def rule_schema() -> dict:
             "title": {"type": "string", "minLength": 3},
             "engines": {"type": "array", "items": {"enum": ["any", *_engine_names()]}, "minItems": 1},
             "phases": {"type": "array", "items": {"$ref": "#/$defs/phase"}},
-            "priority": {"type": "integer", "minimum": 0, "maximum": 200},
+            "tier": {
+                "enum": list(vocab.TIER_NAMES),
+                "description": "precedence, highest first (docs/rules.md): "
+                + "; ".join(f"{t}: {d}" for t, d in vocab.TIERS.items()),
+            },
+            "priority": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 200,
+                "deprecated": True,
+                "description": "old shape: loads as the tier of its band (matching/decide.py LEGACY_PRIORITY_TIERS); "
+                "write `tier` instead",
+            },
             "confidence": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
             "match": {"$ref": "#/$defs/condition"},
             "explain": {"type": "string"},
@@ -113,8 +125,8 @@ def rule_schema() -> dict:
             "notes": {"type": "string", "description": "why the rule is built this way (shown in the catalogue)"},
             "fallback": {
                 "type": "boolean",
-                "description": "a catch-all: it yields to any non-fallback rule that fires on the attempt, "
-                "so it needs no `none:` list restating the specific rules",
+                "deprecated": True,
+                "description": "old shape of `tier: fallback` (a catch-all that yields to any other tier)",
             },
         },
         "$defs": {
@@ -286,24 +298,24 @@ def catalogue_markdown(all_rules) -> str:
     for r in all_rules:
         by_cause.setdefault(r.cause, []).append(r)
     out.append(
-        f"{len(all_rules)} rules over {len(by_cause)} causes. Precedence: a higher priority wins; a `fallback` "
-        "rule yields to any non-fallback rule that fires on the same attempt (docs/rules.md)."
+        f"{len(all_rules)} rules over {len(by_cause)} causes. Precedence: a higher tier wins "
+        f"({' > '.join(vocab.TIER_NAMES)}); within a tier, the more specific match and then the earlier evidence; "
+        "a `fallback` rule yields to any other rule that fires on the same attempt (docs/rules.md)."
     )
     for cause in sorted(by_cause):
-        rules = sorted(by_cause[cause], key=lambda r: (-r.priority, r.id))
+        rules = sorted(by_cause[cause], key=lambda r: (vocab.TIER_NAMES.index(r.tier), r.id))
         out += [
             "",
             f"## {cause}",
             "",
             vocab.CAUSE_TITLES.get(cause, ""),
             "",
-            "| rule | engines | priority | title |",
+            "| rule | engines | tier | title |",
             "|---|---|---|---|",
         ]
         for r in rules:
-            prio = f"{r.priority} (fallback)" if r.fallback else str(r.priority)
             out.append(
-                f"| [`{r.id}`](#{_anchor(r.id)}) | {', '.join(r.engines)} | {prio} | {r.title.replace('|', '/')} |"
+                f"| [`{r.id}`](#{_anchor(r.id)}) | {', '.join(r.engines)} | {r.tier} | {r.title.replace('|', '/')} |"
             )
         for r in rules:
             out += _rule_section(r)
@@ -315,7 +327,7 @@ def _anchor(rule_id: str) -> str:
 
 
 def _rule_section(r) -> list[str]:
-    prec = f"priority {r.priority}" + (", fallback (yields to any specific rule that fires)" if r.fallback else "")
+    prec = f"tier {r.tier}" + (" (yields to any other rule that fires)" if r.fallback else "")
     out = [
         "",
         f"### {r.id}",
