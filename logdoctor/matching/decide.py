@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from logdoctor.timeline import Attempt, Timeline
 
 # 1. scoring
-TIER_STEP = 40.0  # rules match 1-4 leaves: specificity + position add at most 11 points, never a tier
+TIER_STEP = 40.0  # bundled rules match 1-4 leaves: specificity + position add at most 11 points, never a tier
 TIER_POINTS = {tier: TIER_STEP * (len(TIER_NAMES) - 1 - i) for i, tier in enumerate(TIER_NAMES)}  # system 160 .. 0
 # rules written against the old shape (`priority: N`, 0..200, higher wins) load with the tier of their band
 LEGACY_PRIORITY_TIERS = ((115, "system"), (85, "specific"), (60, "inferred"), (0, "generic"))

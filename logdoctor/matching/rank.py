@@ -41,7 +41,7 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
         out.append(Candidate(rule, hit, score(rule.tier, hit.leaves, off_phase, early)))
     out.sort(key=lambda c: (-c.score, _first_line(c), c.rule.id))
     if any(c.rule.fallback for c in out) and not all(c.rule.fallback for c in out):
-        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any specific rule that fired
+        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any other rule that fired
     return out
 
 
