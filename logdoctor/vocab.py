@@ -117,7 +117,7 @@ TIERS: Final = MappingProxyType(
         "library's specific error, the inner error a wrapper names",
         "inferred": "a generic error (CUDA OOM, illegal address, SIGKILL, an ImportError, a divisibility assert) whose "
         "cause follows from where or when it happened: frame, phase, flags, ranks, earlier attempts",
-        "generic": "evidence that is often a consequence or an echo of another failure (an NCCL error, a refused "
+        "generic": "evidence that is often a consequence or an echo of another failure (an NCCL error or timeout, a refused "
         "connection, Errno 98 alone, a ValueError in argument checks, an unexplained SIGKILL)",
         "fallback": "a catch-all: yields to any rule of another tier that fires on the same attempt",
     }
