@@ -1,3 +1,3 @@
-from logdoctor.cli import main
+from logdoctor.entry import main
 
 main()

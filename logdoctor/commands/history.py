@@ -21,21 +21,10 @@ def history_options(f):
 
 
 def open_from_options(history_path, no_history):
-    """--history/--no-history → an open History, or None (no sqlite work at all)."""
-    if no_history:
-        if history_path:
-            from logdoctor.errors import UsageError
-            raise UsageError("give --history PATH or --no-history, not both")
-        return None
-    from logdoctor.errors import InputError
-    from logdoctor.history import History
-    if history_path:
-        return History(history_path)       # asked for by name: a problem with it is the user's error (exit 2)
-    try:
-        return History()
-    except InputError as e:                 # the default location is a convenience: never fail a diagnosis over it
-        click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
-        return None
+    """--history/--no-history → an open History, or None (no sqlite work at all); one implementation for the click
+    commands and the click-free explain path (logdoctor/run.py)."""
+    from logdoctor.run import open_history
+    return open_history(history_path, no_history)
 
 
 def _fix_text(fix) -> str:

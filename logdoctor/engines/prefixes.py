@@ -31,7 +31,10 @@ class Prefix:
 
 _SGL = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
-_VTAG = re.compile(r"^\((?P<tag>[A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)*)\) ")
+# "(Tag k=v ...) ": the text up to the first ")" (linear: the class has no ")" and nothing nests), then
+# _tag_ok checks what the former nested pattern [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* accepted, which backtracked
+# exponentially on "(a_a_a_...!" (issue 11)
+_VTAG = re.compile(r"^\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
 _VLVL = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
     r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
@@ -127,7 +130,7 @@ def _vllm(p: Prefix) -> None:
     tags: list[str] = []
     while rest.startswith("("):
         m = _VTAG.match(rest)
-        if not m:
+        if not m or not _tag_ok(m.group("tag")):
             break
         tags.append(m.group("tag"))
         rest = rest[m.end():]
@@ -148,6 +151,15 @@ def _vllm(p: Prefix) -> None:
         p.level, p.ts, p.src = _level(m.group("level")), m.group("ts"), m.group("src") or m.group("src2")
         rest = rest[m.end():]
     p.body = rest
+
+
+def _tag_ok(tag: str) -> bool:
+    """The tag grammar: a space always separates words (never doubled, never last), and "=" appears only after a
+    word separator (a space or "_" after the first character)."""
+    if "  " in tag or tag.endswith(" "):
+        return False
+    eq = tag.find("=")
+    return eq < 0 or any(c in " _" for c in tag[1:eq])
 
 
 def _vllm_rank(name: str, kv: dict[str, str], bare: list[str]) -> str | None:

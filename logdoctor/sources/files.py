@@ -57,8 +57,9 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
     """Read SOURCE ('-' or None = stdin) fully; decompress nested compression (e.g. .log.gz) by magic."""
     if source is None or str(source) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
+        from logdoctor.progress import read_all
         try:
-            data = stream.read()
+            data = read_all(stream, "<stdin>")
         except OSError as exc:
             raise InputError(f"cannot read stdin: {_short(exc)}") from None
         origin = "<stdin>"
@@ -67,8 +68,9 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
         try:
             if os.path.isdir(origin):
                 raise InputError(f"{origin}: is a directory (use --journal-dir for a journal directory)")
+            from logdoctor.progress import read_all
             with open(origin, "rb") as fh:
-                data = fh.read()
+                data = read_all(fh, origin)
         except InputError:
             raise
         except FileNotFoundError:
