@@ -14,7 +14,7 @@ import os
 import pickle
 from pathlib import Path
 
-FORMAT = 2
+FORMAT = 3  # 3: Rule.tier replaced Rule.priority (an older pickle would lack it)
 _KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
 
 
