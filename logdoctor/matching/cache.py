@@ -40,12 +40,48 @@ def content_key(d: Path, files: list[Path]) -> str:
     return h.hexdigest()[:32]
 
 
+def stat_key(d: Path, files: list[Path]) -> str:
+    """What the folder looks like without reading a file: every rule file's path, size and mtime (ns)."""
+    h = hashlib.blake2b(f"{FORMAT} {d.resolve()}\n".encode(), digest_size=16)
+    for p in files:
+        st = os.stat(p)
+        h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def known_key(d: Path, files: list[Path]) -> str:
+    """The content key, read from a stat-keyed note when no file's path, size or mtime changed since the note was
+    written (no 112 file reads to hash them, issue 11), else hashed and noted. A changed file changes its mtime or
+    size, so the note is a shortcut in front of the content hash, never a replacement for it."""
+    from logdoctor import __version__
+    skey = stat_key(d, files)
+    note = cache_dir() / f"stat-{skey}.key"
+    try:
+        got = note.read_text().split()
+        if len(got) == 2 and got[0] == __version__:
+            return got[1]
+    except (OSError, UnicodeDecodeError):
+        pass
+    key = content_key(d, files)
+    try:
+        note.parent.mkdir(parents=True, exist_ok=True)
+        tmp = note.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(f"{__version__} {key}\n")
+        os.replace(tmp, note)
+        old = sorted(note.parent.glob("stat-*.key"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for p in old[_KEEP * 4:]:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return key
+
+
 def load_dir(d: Path, build) -> list:
     """The rules of folder `d` (in file order), from the cache when its key matches, else `build(files)` and store.
     `build` raises RuleError for a bad file, which is never cached."""
     files = rule_files(d)
     try:
-        key = content_key(d, files)
+        key = known_key(d, files)
     except OSError:
         return build(files)     # an unreadable file: let the loader name it
     path = cache_dir() / f"rules-{key}.pickle"
@@ -55,7 +91,7 @@ def load_dir(d: Path, build) -> list:
             entry = pickle.load(fh)
         rules, reqs = entry["rules"], entry["requirements"]
         if isinstance(rules, list) and len(rules) == len(files) and isinstance(reqs, dict):
-            prefilter.seed(reqs)
+            prefilter.seed(reqs, entry.get("words"))
             return rules
     except FileNotFoundError:
         pass
@@ -64,7 +100,7 @@ def load_dir(d: Path, build) -> list:
     rules = build(files)
     # each regex's required literal words (the prefilter's index), so a run never parses a pattern to learn them
     reqs = {p: prefilter.requirement(p) for p in prefilter.patterns(rules)}
-    _store(path, {"rules": rules, "requirements": reqs})
+    _store(path, {"rules": rules, "requirements": reqs, "words": {p: prefilter.pattern_words(p) for p in reqs}})
     return rules
 
 
