@@ -9,13 +9,21 @@ Only the non-strict (explain) path uses it: `rules lint`/`rules test` always par
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from pathlib import Path
 
 FORMAT = 3  # 3: Rule.tier replaced Rule.priority (an older pickle would lack it)
 _KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
+
+
+def _blake2b(data: bytes = b"", digest_size: int = 16):
+    """blake2b without importing hashlib (which loads OpenSSL's _hashlib: ~2 ms of start-up)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:   # pragma: no cover - an interpreter without the builtin module
+        from hashlib import blake2b
+    return blake2b(data, digest_size=digest_size)
 
 
 def cache_dir() -> Path:
@@ -31,6 +39,7 @@ def rule_files(d: Path) -> list[Path]:
 
 
 def content_key(d: Path, files: list[Path]) -> str:
+    import hashlib
     from logdoctor import __version__
     h = hashlib.sha256(f"logdoctor {__version__} rule-cache {FORMAT} {d.resolve()}\n".encode())
     for p in files:
@@ -42,7 +51,7 @@ def content_key(d: Path, files: list[Path]) -> str:
 
 def stat_key(d: Path, files: list[Path]) -> str:
     """What the folder looks like without reading a file: every rule file's path, size and mtime (ns)."""
-    h = hashlib.blake2b(f"{FORMAT} {d.resolve()}\n".encode(), digest_size=16)
+    h = _blake2b(f"{FORMAT} {d.resolve()}\n".encode())
     for p in files:
         st = os.stat(p)
         h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -124,7 +133,7 @@ def cached_json(path) -> object:
     import json
     import marshal
     data = Path(path).read_bytes()
-    key = hashlib.blake2b(data, digest_size=16).hexdigest()
+    key = _blake2b(data).hexdigest()
     cpath = cache_dir() / f"json-{key}.marshal"
     try:
         with open(cpath, "rb") as fh:

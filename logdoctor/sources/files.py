@@ -1,12 +1,8 @@
 """Read a SOURCE (path or '-') into bytes, decompressing by content (magic bytes), not by file name."""
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import os
 import sys
-import zlib
 from dataclasses import dataclass
 
 from logdoctor.errors import InputError
@@ -39,6 +35,10 @@ def sniff_compression(head: bytes) -> str | None:
 
 def decompress(data: bytes, kind: str, origin: str) -> bytes:
     """Decompress whole-input data; corrupt or truncated archives raise InputError with one line."""
+    import bz2   # here, not at import: most inputs are plain text (start-up, issue 11)
+    import gzip
+    import lzma
+    import zlib
     try:
         if kind == "gzip":
             return gzip.decompress(data)
