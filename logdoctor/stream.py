@@ -200,7 +200,8 @@ def wants_stream(path: str) -> bool:
         and not journal_export.looks_like_export(head)
 
 
-def read_file(path: str, *, year: int | None = None, max_line: int | None = None) -> ReadResult:
+def read_file(path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK,
+              ring: int = RING) -> ReadResult:
     """The file at `path` → records, chunk by chunk; refuses junk with the same one-line errors as
     `read.check_bytes` (checked per chunk, line numbers counted across chunks)."""
     from logdoctor import read as rd
@@ -215,7 +216,7 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
         first = True
         with open(path, "rb") as fh:
             while True:
-                b = fh.read(CHUNK)
+                b = fh.read(chunk)
                 if first and b:
                     _check_head(b, origin)
                     first = False
@@ -267,7 +268,7 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
         for part in gen:
             yield from part
 
-    keep = Keep()
+    keep = Keep(ring)
     res = rd.read_lines(rest(), origin, year=year, head=head, sink=keep)
     if not state["text"]:
         raise InputError(f"{origin}: empty input — no log lines")
