@@ -17,4 +17,10 @@ def diagnose(source, engine: str = "auto", history=None, rules=()):
     return _diagnose(source, engine=engine, history=history, rules=rules)
 
 
-__all__ = ["diagnose", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]
+def triage(paths, *, jobs=None, scheduler=None, year=None):
+    """Triage many logs → pandas.DataFrame, one row per attempt (needs logdoctor[triage]); docs/triage.md."""
+    from logdoctor.triage import triage as _triage
+    return _triage(paths, jobs=jobs, scheduler=scheduler, year=year)
+
+
+__all__ = ["diagnose", "triage", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]

@@ -156,3 +156,7 @@ main.add_command(_eval_cmd.eval_cmd)
 from logdoctor.commands import train as _train_cmd  # noqa: E402
 
 main.add_command(_train_cmd.train_cmd)
+
+from logdoctor.commands import triage as _triage_cmd  # noqa: E402
+
+main.add_command(_triage_cmd.triage_cmd)

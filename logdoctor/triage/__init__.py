@@ -125,3 +125,14 @@ def _progress(specs):
         def close(self):
             bar.close()
     return Bar()
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """Importing this subpackage rebinds `logdoctor.triage` to the module; calling the module keeps
+    `logdoctor.triage(paths, ...)` (design.md) working either way."""
+
+    def __call__(self, paths, *, jobs=None, scheduler=None, year=None):
+        return triage(paths, jobs=jobs, scheduler=scheduler, year=year)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

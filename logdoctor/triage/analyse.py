@@ -106,7 +106,8 @@ def _fix_years(records: list[Record], meta: dict) -> None:
 
 
 def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
-    host = Counter(r.host for r in a.records if r.host).most_common(1)
+    # (a dmesg paste read as monotonic short output has "NVRM:" where the host would be)
+    host = Counter(r.host for r in a.records if r.host and not r.host.endswith(":")).most_common(1)
     unit = unit or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None) or \
         next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
     ts = next((r.ts for r in a.records if r.ts is not None), None)
@@ -142,8 +143,6 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     ev = d.evidence[0] if d.evidence else None
     hw = [r.msg.strip()[:200] for r in a.records if r.transport == KERNEL and _HW.search(r.msg)] + \
         [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text]
-    if not hw and d.cause == "hardware_fault":
-        hw = [e.text[:200] for e in d.evidence[:2]]
     cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
     model = a.config.raw.get("model_path") or a.config.raw.get("model")
     config_id = None

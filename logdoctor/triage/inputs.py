@@ -97,7 +97,7 @@ def open_decompressed(raw) -> tuple[io.BufferedReader, str | None]:
     stream = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
     kinds = []
     for _ in range(3):
-        head = stream.peek(8)[:8]
+        head = _peek(stream, 8, "+".join(kinds))
         kind = sniff_compression(head)
         if kind is None:
             break
@@ -147,20 +147,21 @@ def open_logs(path: str) -> Iterator[LogStream]:
     with fh:
         mtime = _mtime(path)
         stream, comp = open_decompressed(fh)
-        head = _peek(stream, 512)
+        head = _peek(stream, 512, comp)
         if is_tar(head):
             yield from _tar_members(stream, comp)
             return
         yield LogStream(None, stream, comp, mtime, journal=head.startswith(JOURNAL_MAGIC))
 
 
-def _peek(stream, n: int) -> bytes:
+def _peek(stream, n: int, kind: str | None = None) -> bytes:
+    kind = kind or "compressed"
     try:
         head = stream.peek(n)
     except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise Unreadable(f"corrupt or truncated compressed data ({_short(exc)})") from None
+        raise Unreadable(f"corrupt or truncated {kind} data ({_short(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - zstandard raises its own ZstdError
-        raise Unreadable(f"corrupt compressed data ({_short(exc)})") from None
+        raise Unreadable(f"corrupt {kind} data ({_short(exc)})") from None
     return head[:n]
 
 
@@ -183,7 +184,7 @@ def _tar_members(stream, comp: str | None) -> Iterator[LogStream]:
             if f is None:
                 continue
             inner, icomp = open_decompressed(f)
-            head = _peek(inner, 512)
+            head = _peek(inner, 512, icomp)
             yield LogStream(info.name, inner, "+".join(x for x in (comp, icomp) if x) or None, float(info.mtime),
                             journal=head.startswith(JOURNAL_MAGIC))
 

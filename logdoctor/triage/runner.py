@@ -118,7 +118,7 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
 
 
 def _bad_data(log: LogStream, exc: BaseException) -> str:
-    kind = log.compression or "data"
+    kind = f"{log.compression} data" if log.compression else "data"
     text = (str(exc) or type(exc).__name__).splitlines()[0][:160]
     return f"corrupt or truncated {kind} ({text})"
 
@@ -253,11 +253,12 @@ def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None)
         futs = {client.submit(process_spec, specs[i], i, year, pure=False, key=f"logdoctor-triage-{i}-{os.getpid()}-"
                               f"{time.time_ns()}"): i for i in order}
         results = []
-        for f in as_completed(list(futs)):
-            r = f.result()
-            results.append(r)
-            if progress:
-                progress(specs[futs[f]], r)
+        with client.as_current():
+            for f in as_completed(list(futs)):
+                r = f.result()
+                results.append(r)
+                if progress:
+                    progress(specs[futs[f]], r)
         return sorted(results, key=lambda r: r.index)
     finally:
         if own:
