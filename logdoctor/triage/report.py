@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 import secrets
 from datetime import datetime
 
@@ -59,6 +60,18 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _na(v) -> bool:
+    import pandas as pd
+    try:
+        return v is None or bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _str(v) -> str:
+    return "" if _na(v) else str(v)
+
+
 def _cut(s: str, n: int) -> str:
     s = " ".join(str(s).split())
     return s if len(s) <= n else s[: n - 1] + "…"
@@ -66,7 +79,7 @@ def _cut(s: str, n: int) -> str:
 
 def _ts(t) -> str:
     try:
-        return "-" if t is None or t != t else t.strftime("%Y-%m-%d %H:%M")
+        return "-" if _na(t) else t.strftime("%Y-%m-%d %H:%M")
     except (AttributeError, ValueError):
         return "-"
 
@@ -101,7 +114,7 @@ def to_parquet(df, path) -> None:
 # --- markdown --------------------------------------------------------------------------------------------------
 
 def _md(s) -> str:
-    s = "" if s is None or (isinstance(s, float) and s != s) else str(s)
+    s = "" if _na(s) else str(s)
     return html.escape(" ".join(s.split())).replace("|", "\\|").replace("`", "'")
 
 
@@ -206,11 +219,11 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
     for _, s in sig.iterrows():
         parts.append(
             f"<tr><td>{s['count']}</td><td><code>{e(str(s['signature']))}</code></td><td>{e(str(s['cause']))}</td>"
-            f"<td>{e(str(s['rule'] or ''))}</td><td>{e(s['hosts'])}</td><td>{_ts(s['first_seen'])}</td>"
-            f"<td>{_ts(s['last_seen'])}</td><td><code>{e(str(s['error_template'] or ''))}</code><br>"
-            f"<small>{e(str(s['frames'] or ''))}</small></td>"
-            f"<td>{e(_where(s['example_source'], s['example_member']))}:{e(str(s['example_line']))}<br>"
-            f"<code>{e(str(s['example_evidence'] or ''))}</code></td></tr>")
+            f"<td>{e(_str(s['rule']))}</td><td>{e(_str(s['hosts']))}</td><td>{_ts(s['first_seen'])}</td>"
+            f"<td>{_ts(s['last_seen'])}</td><td><code>{e(_str(s['error_template']))}</code><br>"
+            f"<small>{e(_str(s['frames']))}</small></td>"
+            f"<td>{e(_where(s['example_source'], s['example_member']))}:{e('' if _na(s['example_line']) else str(s['example_line']))}<br>"
+            f"<code>{e(_str(s['example_evidence']))}</code></td></tr>")
     parts.append("</tbody></table>")
     bad = [i for i in inputs if i["status"] in ("unreadable", "empty")]
     parts.append("<h2>Inputs not diagnosed</h2>")
@@ -232,7 +245,7 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
         cells = []
         for c in cols:
             v = r[c]
-            v = "" if v is None or (not isinstance(v, str) and v != v) else (_ts(v) if c == "start_time" else v)
+            v = "" if _na(v) else (_ts(v) if c == "start_time" else v)
             cells.append(f"<td><code>{e(str(v))}</code></td>" if c == "evidence" else f"<td>{e(str(v))}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</tbody></table>")
@@ -262,7 +275,8 @@ def _plots(df) -> list[tuple[str, str, str]]:
         fig.savefig(buf, format="svg", bbox_inches="tight")
         plt.close(fig)
         text = buf.getvalue()
-        return text[text.find("<svg"):]
+        text = re.sub(r"<metadata>.*?</metadata>", "", text[text.find("<svg"):], flags=re.S)
+        return text
 
     t = f.dropna(subset=["start_time"])
     if not t.empty:

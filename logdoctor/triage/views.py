@@ -24,7 +24,7 @@ def signature_table(df):
                                      "example_line", "example_evidence"])
     out = []
     for sig, g in f.groupby("signature", sort=False, dropna=True):
-        ex = g.iloc[0]
+        ex = g.iloc[0].astype(object).where(g.iloc[0].notna(), None)
         hosts = sorted(h for h in g["host"].dropna().unique())
         out.append({"signature": sig, "cause": ex["cause"], "rule": ex["rule"], "count": len(g),
                     "hosts": ", ".join(hosts), "first_seen": g["start_time"].min(), "last_seen": g["start_time"].max(),
