@@ -268,3 +268,21 @@ def test_dask_local_cluster_same_frame(archive):
         assert len(pids) == 2 and os.getpid() not in pids     # two real worker processes
         remote = logdoctor.triage([str(root)], scheduler=cluster.scheduler_address)
     pd.testing.assert_frame_equal(local, remote)
+
+
+def test_every_fixture_agrees_with_diagnose():
+    """Prefilter, segments and reduced parses change nothing: per fixture log, as many rows as `diagnose` sees
+    attempts, and the last row has its verdict (failed, cause, phase, rule)."""
+    df = run([str(FIX)], jobs=2).frame
+    n = 0
+    for log in sorted(FIX.glob("*/journal.log")):
+        d = logdoctor.diagnose(str(log))
+        rows = df[df["source"] == str(log)].sort_values("attempt")
+        assert len(rows) == len(d.attempts), log
+        last = rows.iloc[-1]
+        assert (last["outcome"] == "failed") == d.failed, log
+        assert last["phase"] == d.phase, log
+        if d.failed:
+            assert (last["cause"], last["rule"]) == (d.cause, d.rule), log
+        n += 1
+    assert n >= 200

@@ -162,7 +162,7 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
         "error_template": template or None, "frames": " > ".join(frames) or None,
         "evidence_line": ev.line if ev else None, "evidence": ev.text if ev else None,
         "config_id": config_id, "hardware_evidence": "\n".join(dict.fromkeys(hw))[:1000] or None,
-        "lines": a.end_line - a.start_line + 1 if a.records else 0, "reason": None,
+        "lines": a.end_line - a.start_line + 1 if a.records else 0, "reason": None, "_start": a.start_line,
     }
 
 

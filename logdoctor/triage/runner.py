@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -18,6 +19,7 @@ from logdoctor.triage.inputs import InputSpec, LogStream, Unreadable, open_logs
 from logdoctor.triage.scan import ScanStats, scan
 
 _PF = None
+CONTEXT_ATTEMPTS = 3
 NO_SERVICE = "no lines of an inference service in it"
 
 
@@ -97,13 +99,24 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
         _drain_safely(log)
         return
     reason = None
+    # the reduced lines of the last few attempts: rules that compare attempts (a retry after a pool fix, a failure
+    # across configs) see them when a failing attempt is diagnosed
+    context: deque = deque(maxlen=CONTEXT_ATTEMPTS)
     try:
         for seg in scan(log.stream, _prefilter(), first=head, stats=stats):
-            lines = seg.lines(full=seg.signal)
-            text = [(n, b.decode("utf-8", "replace").rstrip("\r")) for n, b in lines]
-            rows.extend(analyse_lines(text, meta))
+            lines = _text(seg.lines(full=seg.signal))
+            if seg.signal and context:
+                prior = [x for c in context for x in c]
+                got = [r for r in analyse_lines(prior + lines, meta) if r["_start"] >= seg.first_line]
+            else:
+                got = analyse_lines(lines, meta)
+            rows.extend(got)
+            context.append(lines if not seg.signal else _text(seg.lines(full=False)))
     except Exception as exc:  # noqa: BLE001 - a stream that breaks mid-way: keep what was read, say why
         reason = _bad_data(log, exc) + (f"; {len(rows)} attempts read before it" if rows else "")
+    for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
+        r["attempt"] = i
+        r.pop("_start", None)
     out.bytes += stats.bytes
     out.lines += stats.lines
     out.rows.extend(rows)
@@ -115,6 +128,16 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     else:
         status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy"
         out.inputs.append(_acct(spec.path, log.member, status, None, len(rows), out, stats.bytes, stats.lines))
+
+
+def _clean(rows: list[dict]) -> list[dict]:
+    for r in rows:
+        r.pop("_start", None)
+    return rows
+
+
+def _text(lines: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
+    return [(n, b.decode("utf-8", "replace").rstrip("\r")) for n, b in lines]
 
 
 def _bad_data(log: LogStream, exc: BaseException) -> str:
@@ -151,7 +174,7 @@ def _export(spec, log, head, out, meta) -> None:
     from logdoctor.triage.analyse import analyse_records
     data = head + log.stream.read()
     res = read_bytes(data, spec.path)
-    rows = analyse_records(res.records, res.stats.read, meta)
+    rows = _clean(analyse_records(res.records, res.stats.read, meta))
     out.rows.extend(rows)
     out.bytes += len(data)
     out.lines += res.stats.read
@@ -197,7 +220,7 @@ def _journal_entries(source, member, entries, out: TaskResult, meta, size) -> No
     if not entries:
         out.inputs.append(_acct(source, member, "empty", "no journal entries", 0, out, size))
         return
-    rows = analyse_entries(entries, meta)
+    rows = _clean(analyse_entries(entries, meta))
     out.rows.extend(rows)
     out.bytes += size
     out.lines += len(entries)

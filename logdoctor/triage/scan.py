@@ -194,6 +194,8 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             counted = ls
             line = buf[ls:le]
             kind = m.lastgroup
+            if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
+                kind = kind.decode()
             stats.hits += 1
             if kind == "b":
                 is_boot = line.startswith(b"-- Boot")
@@ -229,7 +231,7 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             pos = le + 1 if kind == "s" else m.end() if m.end() > m.start() else m.end() + 1
             if kind != "s" and pos <= le:
                 m2 = rx.search(buf, pos, le)
-                while m2 is not None and m2.lastgroup != "s":
+                while m2 is not None and m2.lastgroup not in ("s", b"s"):
                     m2 = rx.search(buf, m2.end() if m2.end() > m2.start() else m2.end() + 1, le)
                 if m2 is not None:
                     seg.signal = True
