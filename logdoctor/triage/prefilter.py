@@ -7,7 +7,8 @@ unless the attempt they belong to shows a failure signal (then that attempt is p
 Three groups, in one alternation (named groups tell them apart):
   boundary  where a new attempt can start (config dumps, version banners, a new boot)
   signal    a failure could be here (tracebacks, errors, deaths, systemd failures, kernel Xid/OOM): parse in full
-  relevant  phase markers, engine signatures, systemd/kernel lines: enough for a healthy attempt's row
+  relevant  phase markers, engine signatures, systemd/kernel lines, the rules' message patterns: enough for a
+            healthy attempt's row, and what a big failing attempt keeps of its middle
 The serving-evidence markers (request logs, throughput lines) are most of a healthy log, so they are left out: the
 raw tail the scanner keeps of every attempt shows whether it was still serving.
 RE2 (`google-re2`, in the `triage` extra) runs the same pattern several times faster than `re`; `re` is the fallback.
@@ -27,7 +28,7 @@ BOUNDARY = (r"server_args=", r"non-default args:", r"vLLM (?:server|API server) 
 # tests/test_triage_prefilter.py checks it on every fixture)
 SIGNAL = (
     r"Traceback", r"[Ee]rror", r"ERROR", r"CRITICAL", r"[Ee]xception", r"EXCEPTION", r"[Kk]illed", r"[Ff]ailed",
-    r"FAILED", r"[Ff]atal", r"FATAL", r"[Aa]bort", r"[Dd]ied", r"is dead", r"[Cc]rash", r"timed out", r"[Tt]imeout",
+    r"FAILED", r"[Ff]atal", r"FATAL", r"[Aa]bort", r"[Dd]ied", r"is dead", r"[Cc]rash", r"timed out", r"\b[Tt]imeout\b",
     r"oom", r"OOM", r"Out of memory", r"out of memory", r"NVRM", r"Xid", r"fallen off", r"sigquit", r"Segmentation",
     r"core dumped", r"terminate called", r"what\(\):", r"Main process exited", r"Failed with result",
     r"Scheduled restart", r"ECC", r"[Uu]ncorrectable",
@@ -148,8 +149,10 @@ class Groups:
 def groups() -> Groups:
     markers = sglang.MARKERS + vllm.MARKERS + others.TGI + others.TRTLLM + others.LMDEPLOY
     deaths = sglang.DEATHS + vllm.DEATHS
-    signal = list(SIGNAL) + _marker_patterns(deaths) + _rule_patterns()
-    relevant = _marker_patterns(markers) + _signatures() + list(RELEVANT_EXTRA)
+    # rule patterns are conditions, not failure signals (a config rule matches `trust_remote_code` in every dump):
+    # they keep their lines for the reduced parse, but only failure words and deaths make an attempt worth a full one
+    signal = list(SIGNAL) + _marker_patterns(deaths)
+    relevant = _marker_patterns(markers) + _signatures() + list(RELEVANT_EXTRA) + _rule_patterns()
     keywords = [re.escape(k) for m in markers + deaths if m.name not in SERVING_MARKERS
                 for k in m.keyword.split("|") if len(k) >= 4] + _signatures() + list(RELEVANT_EXTRA)
     dedup = lambda xs: list(dict.fromkeys(p for p in xs if p and _valid(p)))  # noqa: E731
