@@ -112,17 +112,18 @@ def _files(root: Path) -> tuple[list[str], list[str]]:
     return plain, gz
 
 
-def _measured(cmd: list[str], env=None) -> tuple[float, int, str]:
+def _measured(cmd: list[str], env=None) -> tuple[float, int, str, float]:
     """Run cmd in a wrapper that reports the peak RSS (KiB) of the whole process tree it waited for."""
     wrap = ("import resource,subprocess,sys,time,json;t=time.perf_counter();"
             "p=subprocess.run(sys.argv[1:],stdout=subprocess.PIPE,stderr=subprocess.PIPE);"
-            "print(json.dumps({'s':time.perf_counter()-t,'rss':resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+            "u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+            "print(json.dumps({'s':time.perf_counter()-t,'rss':u.ru_maxrss,'cpu':u.ru_utime+u.ru_stime,"
             "'rc':p.returncode,'out':p.stdout.decode(errors='replace')[-3000:],'err':p.stderr.decode(errors='replace')[-1500:]}))")
     p = subprocess.run([sys.executable, "-c", wrap, *cmd], capture_output=True, text=True, env=env)
     r = json.loads(p.stdout)
     if r["rc"] not in (0, 1, 2):
         raise SystemExit(f"{cmd[:4]} failed rc={r['rc']}: {r['err']}")
-    return r["s"], r["rss"], r["out"]
+    return r["s"], r["rss"], r["out"], r["cpu"]
 
 
 def _uncompressed(plain: list[str], gz: list[str]) -> tuple[int, int]:
@@ -169,22 +170,27 @@ def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
                  "lines": lines, "prefilter_engine": best_engine(), "cpus": os.cpu_count(), "rows": {}}
     print(f"archive {root}: {len(plain) + len(gz)} files ({len(gz)} gz), {total / 1e6:.0f} MB uncompressed, "
           f"{lines} lines; prefilter engine {best_engine()}")
-    pat = grep_pattern()
+    pats = [p for p in grep_pattern().split("\n") if p]
+    ok = [p for p in pats if subprocess.run(["grep", "-E", "-e", p, "/dev/null"], capture_output=True).returncode == 1]
+    res["grep_patterns"] = {"used": len(ok), "not_ere": len(pats) - len(ok)}
+    print(f"grep -cE: {len(ok)} of the prefilter's {len(pats)} patterns are valid POSIX ERE (the rest use Python-only syntax)")
     patfile = root.parent / (root.name + ".prefilter.ere")
-    patfile.write_text(pat + "\n")
+    patfile.write_text("\n".join(ok) + "\n")
     grep_cmd = ["bash", "-c", f"export LC_ALL=C; grep -cE -f {patfile} \"$@\" >/dev/null; "
                 f"for f in {' '.join(gz)}; do zcat \"$f\" | grep -cE -f {patfile} >/dev/null; done; true", "grep",
                 *plain]
-    s, rss, _ = _measured(grep_cmd)
-    res["rows"]["grep -cE (same patterns)"] = {"s": s, "rss_kib": rss}
+    s, rss, out, cpu = _measured(grep_cmd)
+    res["rows"]["grep -cE (same patterns)"] = {"s": s, "rss_kib": rss, "cpu": cpu}
+    c0 = time.process_time()
     ds, db, dl = drain3_rate(plain, drain_mb)
+    dcpu = time.process_time() - c0
     res["rows"]["Drain3 (sample)"] = {"s": ds * total / db, "rss_kib": None, "sample_bytes": db, "sample_lines": dl,
-                                      "sample_s": ds}
+                                      "sample_s": ds, "cpu": dcpu * total / db}
     py = sys.executable
     for jobs in (1, 2):
-        s, rss, out = _measured([py, "-m", "logdoctor", "triage", str(root), "--jobs", str(jobs), "--format", "csv",
-                                 "--out", os.devnull])
-        res["rows"][f"logdoctor triage --jobs {jobs}"] = {"s": s, "rss_kib": rss}
+        s, rss, out, cpu = _measured([py, "-m", "logdoctor", "triage", str(root), "--jobs", str(jobs), "--format",
+                                      "csv", "--out", os.devnull])
+        res["rows"][f"logdoctor triage --jobs {jobs}"] = {"s": s, "rss_kib": rss, "cpu": cpu}
     if not skip_dask:
         script = ("import sys,logdoctor;from distributed import LocalCluster\n"
                   "if __name__=='__main__':\n"
@@ -194,15 +200,20 @@ def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
                   "print('ROWS',len(df),'SECONDS',time.perf_counter()-t)\n")
         sp = root.parent / "bench_dask_run.py"
         sp.write_text(script)
-        s, rss, out = _measured([py, str(sp), str(root)])
+        s, rss, out, cpu = _measured([py, str(sp), str(root)])
         inner = float(out.split("SECONDS")[-1].strip()) if "SECONDS" in out else s
-        res["rows"]["triage on Dask LocalCluster (2 workers)"] = {"s": inner, "rss_kib": rss, "with_startup_s": s}
-    print(f"{'':44s} {'seconds':>9s} {'MB/s':>8s} {'lines/s':>12s} {'peak RSS':>10s}")
+        res["rows"]["triage on Dask LocalCluster (2 workers)"] = {"s": inner, "rss_kib": rss, "with_startup_s": s,
+                                                                  "cpu": cpu}
+    # the machine may be shared: CPU seconds (user+sys of the whole process tree) say what the work cost,
+    # wall seconds what it took; both are printed
+    print(f"{'':44s} {'wall s':>8s} {'MB/s':>8s} {'lines/s':>11s} {'CPU s':>8s} {'MB/CPU-s':>9s} {'peak RSS':>9s}")
     for name, r in res["rows"].items():
         r["mb_s"] = total / 1e6 / r["s"]
         r["lines_s"] = lines / r["s"]
+        r["mb_cpu_s"] = total / 1e6 / r["cpu"] if r.get("cpu") else None
         rss = f"{r['rss_kib'] / 1024:.0f} MB" if r.get("rss_kib") else "-"
-        print(f"{name:44s} {r['s']:9.1f} {r['mb_s']:8.1f} {r['lines_s']:12.0f} {rss:>10s}")
+        print(f"{name:44s} {r['s']:8.1f} {r['mb_s']:8.1f} {r['lines_s']:11.0f} {r.get('cpu') or 0:8.1f} "
+              f"{r['mb_cpu_s'] or 0:9.1f} {rss:>9s}")
     t1 = res["rows"]["logdoctor triage --jobs 1"]["s"]
     t2 = res["rows"]["logdoctor triage --jobs 2"]["s"]
     dr = res["rows"]["Drain3 (sample)"]["s"]
