@@ -196,6 +196,9 @@ class Prefilter:
     def __init__(self, engine: str | None = None):
         self.engine = engine or best_engine()
         self.regex = _compile(pattern(self.engine), self.engine)
+        # run on a hit line that matched as a marker or rule first: an earlier, longer match can cover a failure word
+        self.signal = _compile(_alt(groups().signal if self.engine == "re2" else list(SIGNAL)), self.engine)
+        self.boundary = _compile(_alt(groups().boundary), self.engine)
 
 
 def best_engine() -> str:

@@ -197,6 +197,8 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
                 kind = kind.decode()
             stats.hits += 1
+            if kind == "r" and pf.boundary.search(line) is not None:
+                kind = "b"      # a marker or rule matched earlier on the line than the config dump did
             if kind == "b":
                 is_boot = line.startswith(b"-- Boot")
                 if (is_boot and seg.nbytes + (ls - done) > 0 and seg.seen_config) or \
@@ -227,15 +229,10 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
                 if b"systemd[1]: Start" in line:
                     pending_start = (ls, counted_ln)
             seg.add_hit(counted_ln, line)
-            # a signal later on a line that matched as a marker first still counts
-            pos = le + 1 if kind == "s" else m.end() if m.end() > m.start() else m.end() + 1
-            if kind != "s" and pos <= le:
-                m2 = rx.search(buf, pos, le)
-                while m2 is not None and m2.lastgroup not in ("s", b"s"):
-                    m2 = rx.search(buf, m2.end() if m2.end() > m2.start() else m2.end() + 1, le)
-                if m2 is not None:
-                    seg.signal = True
-                pos = le + 1
+            # a failure word on a line that matched as a marker or rule first still counts
+            if kind != "s" and not seg.signal and pf.signal.search(line) is not None:
+                seg.signal = True
+            pos = le + 1
         if done < n:
             seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:])
         nl = buf.count(b"\n")
