@@ -286,3 +286,29 @@ def test_every_fixture_agrees_with_diagnose():
             assert (last["cause"], last["rule"]) == (d.cause, d.rule), log
         n += 1
     assert n >= 200
+
+
+def test_progress_bar_on_a_terminal_only(archive):
+    root, _, _ = archive
+    cmd = [sys.executable, "-m", "logdoctor", "triage", str(root / "hosts"), "--jobs", "1"]
+    quiet = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and "files" not in quiet.stderr and "it/s" not in quiet.stderr
+    import pty
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, timeout=300)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                b = os.read(master, 65536)
+            except OSError:
+                break
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(master)
+    err = b"".join(chunks).decode(errors="replace")
+    assert p.returncode == 0
+    assert "triage" in err and "files" in err and "B/s" in err     # files done, bytes, rate

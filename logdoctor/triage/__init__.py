@@ -112,8 +112,11 @@ def _progress(specs):
     except ImportError:
         return None
     total = sum(s.size for s in specs)
+    import shutil
+    size = shutil.get_terminal_size((100, 24))   # a fresh pty reports 0x0: tqdm would hide the bar (row >= 0 rows)
     bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"triage 0/{len(specs)} files",
-               file=sys.stderr, dynamic_ncols=True)
+               file=sys.stderr, ncols=size.columns if size.columns > 20 else 100,
+               nrows=size.lines if size.lines > 1 else 24, mininterval=0.2)
     done = [0]
 
     class Bar:
