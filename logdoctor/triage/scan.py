@@ -53,8 +53,19 @@ class Segment:
             return
         self.tail.append((lineno, data))
         self.tail_bytes += len(data)
+        self._trim_tail()
+
+    def _trim_tail(self) -> None:
+        """Keep about TAIL bytes: drop whole old pieces, then cut the oldest one at a line boundary."""
         while self.tail_bytes - len(self.tail[0][1]) > TAIL and len(self.tail) > 1:
             self.tail_bytes -= len(self.tail.popleft()[1])
+        if self.tail_bytes > TAIL + (64 << 10):
+            ln, data = self.tail[0]
+            excess = self.tail_bytes - TAIL
+            cut = data.find(b"\n", max(0, min(excess, len(data)) - 1)) + 1
+            if 0 < cut < len(data):
+                self.tail[0] = (ln + data.count(b"\n", 0, cut), data[cut:])
+                self.tail_bytes -= cut
 
     def _spill(self) -> None:
         """Too big to keep raw: keep the head and a tail from now on (hits are recorded anyway)."""
@@ -70,8 +81,7 @@ class Segment:
             self.tail.append((ln, data))
             self.tail_bytes += len(data)
         self.raw, self.raw_bytes = [], 0
-        while self.tail_bytes - len(self.tail[0][1]) > TAIL and len(self.tail) > 1:
-            self.tail_bytes -= len(self.tail.popleft()[1])
+        self._trim_tail()
 
     def add_hit(self, lineno: int, line: bytes) -> None:
         if len(self.hits) < MAX_HITS // 2:
