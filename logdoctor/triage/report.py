@@ -15,9 +15,6 @@ from datetime import datetime
 
 from logdoctor.triage import views
 
-EXPORT_COLUMNS = None   # all of them
-
-
 # --- terminal --------------------------------------------------------------------------------------------------
 
 def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:

@@ -242,11 +242,14 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
         return results
     from concurrent.futures import ProcessPoolExecutor, as_completed
     import multiprocessing as mp
-    ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")  # fork: no __main__ guard needed in callers
+    fork = sys.platform.startswith("linux")     # fork: no __main__ guard needed in callers
+    ctx = mp.get_context("fork" if fork else "spawn")
+    if fork:
+        _warm()     # rules, classifier and prefilter load once, here; the workers share them copy-on-write
     results: list[TaskResult] = []
     # biggest first: the long tasks start early, the small ones fill the gaps
     order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_warm) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=None if fork else _warm) as ex:
         futs = {ex.submit(process_spec, specs[i], i, year): i for i in order}
         for f in as_completed(futs):
             r = f.result()
