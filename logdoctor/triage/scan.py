@@ -19,9 +19,9 @@ from logdoctor.triage.prefilter import Prefilter
 
 CHUNK = 4 << 20
 SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
-HEAD = 128 << 10                # of a larger segment: its start (launch, config dump) ...
-TAIL = 256 << 10                # ... and its end (the crash with its traceback, the last serving lines)
-HEALTHY_CONTEXT = 16 << 10      # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
+HEAD = 32 << 10                 # of a larger segment: its start (launch, config dump) ...
+TAIL = 128 << 10                # ... and its end (the crash with its traceback, the last serving lines)
+HEALTHY_CONTEXT = 8 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
 MAX_HITS = 20000                # prefilter hits kept per segment (first half + last half when more)
 MAX_LINE = 1 << 20              # a longer "line" is not a log line: it is cut
 
