@@ -37,7 +37,7 @@ FILE_MB = 8
 
 def _noise_block(rnd: random.Random, host: str, n: int) -> bytes:
     out = []
-    for i in range(n):
+    for _ in range(n):
         k = rnd.random()
         ts = f"May 23 {rnd.randrange(24):02d}:{rnd.randrange(60):02d}:{rnd.randrange(60):02d}"
         if k < 0.45:

@@ -20,8 +20,11 @@ pd = pytest.importorskip("pandas")
 from journal_export import journal_remote, make_journal, read_export, write_export  # noqa: E402
 
 import logdoctor  # noqa: E402
-from logdoctor.triage import apply_filters, run  # noqa: E402
-from logdoctor.triage import views  # noqa: E402
+from logdoctor.triage import (  # noqa: E402
+    apply_filters,
+    run,
+    views,  # noqa: E402
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "journals"
@@ -55,15 +58,14 @@ def archive(tmp_path_factory):
         text = (FIX / case / "journal.log").read_text()
         host_dir = root / "hosts" / f"node-{i:02d}"
         host_dir.mkdir(parents=True)
-        if i % 3 == 0:      # rotated: the older half gzipped, the newer plain
-            lines = text.splitlines(keepends=True)
-            # rotate at an attempt boundary so each part is a whole log (a rotation mid-attempt splits it)
+        if i % 3 == 0:      # rotated: the current log plain, the rotated-out one (an earlier log) gzipped
             p = host_dir / "engine.log"
             p.write_text(text)
             expected[(str(p), None)] = _attempts(text)
+            earlier = (FIX / cases[(i + 1) % len(cases)] / "journal.log").read_text()
             old = host_dir / "engine.log.1.gz"
-            old.write_bytes(gzip.compress(text.encode()))
-            expected[(str(old), None)] = _attempts(text)
+            old.write_bytes(gzip.compress(earlier.encode()))
+            expected[(str(old), None)] = _attempts(earlier)
         elif i % 3 == 1:
             p = host_dir / "engine.log.gz"
             p.write_bytes(gzip.compress(text.encode()))
@@ -136,7 +138,7 @@ def test_rows_per_input_match_diagnose(archive):
     assert f["signature"].notna().all() and f["cause"].notna().all()
     assert (f["evidence"].notna() | (f["cause"] == "unknown")).all()
     # the last attempt of each plain log agrees with diagnose (the verdict explain gives)
-    for (src, member), n in expected.items():
+    for (src, member) in expected:
         if member is None and src.endswith("engine.log"):
             d = logdoctor.diagnose(Path(src).read_text())
             last = df[df["source"] == src].sort_values("attempt").iloc[-1]

@@ -18,7 +18,8 @@ import yaml
 pytest.importorskip("pandas")
 
 import logdoctor  # noqa: E402
-from logdoctor.triage import analyse, scan as scan_mod  # noqa: E402
+from logdoctor.triage import analyse  # noqa: E402
+from logdoctor.triage import scan as scan_mod
 from logdoctor.triage.prefilter import Prefilter  # noqa: E402
 from logdoctor.triage.signatures import mask  # noqa: E402
 

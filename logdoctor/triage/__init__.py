@@ -11,6 +11,8 @@ log read (tar members included) with its status; docs/triage.md describes the co
 from __future__ import annotations
 
 import os
+import sys
+import types
 from dataclasses import dataclass, field
 
 from logdoctor.triage.analyse import COLUMNS
@@ -130,7 +132,7 @@ def _progress(specs):
     return Bar()
 
 
-class _CallableModule(__import__("types").ModuleType):
+class _CallableModule(types.ModuleType):
     """Importing this subpackage rebinds `logdoctor.triage` to the module; calling the module keeps
     `logdoctor.triage(paths, ...)` (design.md) working either way."""
 
@@ -138,4 +140,4 @@ class _CallableModule(__import__("types").ModuleType):
         return triage(paths, jobs=jobs, scheduler=scheduler, year=year)
 
 
-__import__("sys").modules[__name__].__class__ = _CallableModule
+sys.modules[__name__].__class__ = _CallableModule

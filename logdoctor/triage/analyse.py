@@ -81,7 +81,7 @@ def split_units(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
         return [(next(iter(units), None), records)]
     engine_units = [u for u in units if _ENGINE_UNIT.search(u) or
                     any(r.unit == u and r.prefix_engine for r in records)]
-    out = []
+    out: list[tuple[str | None, list[Record]]] = []
     for u in sorted(engine_units or units):
         base = u.removesuffix(".service")
         keep = [r for r in records if (r.unit == u if r.transport == SERVICE else

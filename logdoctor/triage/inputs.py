@@ -14,8 +14,9 @@ import io
 import lzma
 import os
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any
 
 from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
 
@@ -95,7 +96,7 @@ class Unreadable(Exception):
 def open_decompressed(raw) -> tuple[io.BufferedReader, str | None]:
     """Wrap a binary stream in streaming decompressors by magic bytes (nested, e.g. gzip of xz)."""
     stream = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
-    kinds = []
+    kinds: list[str] = []
     for _ in range(3):
         head = _peek(stream, 8, "+".join(kinds))
         kind = sniff_compression(head)
@@ -121,7 +122,7 @@ def open_decompressed(raw) -> tuple[io.BufferedReader, str | None]:
 @dataclass
 class LogStream:
     member: str | None         # tar member name, or None for the file itself
-    stream: object             # binary, decompressed, with .peek
+    stream: Any                # binary, decompressed, with .peek
     compression: str | None
     mtime: float | None
     journal: bool = False      # a systemd journal file (read through the journal source)

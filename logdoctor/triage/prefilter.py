@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from logdoctor.engines import others, sglang, vllm
+from logdoctor.engines import ENGINES
 from logdoctor.engines.markers import Marker
 
 # attempt boundaries: the service's own config dump / version banner (timeline._split_attempts cuts on the same)
@@ -58,9 +58,7 @@ def _marker_patterns(markers: tuple[Marker, ...]) -> list[str]:
 
 
 def _signatures() -> list[str]:
-    sigs = list(sglang.SIGNATURES) + list(vllm.SIGNATURES) + list(others.TGI_SIGNATURES) + \
-        list(others.TRTLLM_SIGNATURES) + list(others.LMDEPLOY_SIGNATURES)
-    return [re.escape(s) for s in sigs]
+    return [re.escape(s) for e in ENGINES.values() for s in e.signatures]
 
 
 def _rule_patterns() -> list[str]:
@@ -147,8 +145,8 @@ class Groups:
 
 @lru_cache(maxsize=1)
 def groups() -> Groups:
-    markers = sglang.MARKERS + vllm.MARKERS + others.TGI + others.TRTLLM + others.LMDEPLOY
-    deaths = sglang.DEATHS + vllm.DEATHS
+    markers = tuple(m for e in ENGINES.values() for m in e.markers)      # every registered engine's tables
+    deaths = tuple(m for e in ENGINES.values() for m in e.deaths)
     # rule patterns are conditions, not failure signals (a config rule matches `trust_remote_code` in every dump):
     # they keep their lines for the reduced parse, but only failure words and deaths make an attempt worth a full one
     signal = list(SIGNAL) + _marker_patterns(deaths)

@@ -21,7 +21,7 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
     a = views.attempts(df)
     f = views.failures(df)
     inputs = df.attrs.get("inputs", [])
-    st = {}
+    st: dict[str, int] = {}
     for i in inputs:
         st[i["status"]] = st.get(i["status"], 0) + 1
     lines = [f"triage: {len(inputs)} logs read ({', '.join(f'{v} {k}' for k, v in sorted(st.items()))}); "
@@ -235,7 +235,7 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
         parts.append("<p>Every input was read.</p>")
     cols = ["start_time", "host", "unit", "engine", "engine_version", "attempt", "phase", "outcome", "cause",
             "confidence", "rule", "first_fix", "signature", "source", "member", "evidence_line", "evidence"]
-    parts.append(f"<h2>Attempts</h2><table class=\"sortable\" id=\"attempts\"><thead><tr>"
+    parts.append("<h2>Attempts</h2><table class=\"sortable\" id=\"attempts\"><thead><tr>"
                  + "".join(f"<th>{c}</th>" for c in cols) + "</tr></thead><tbody>")
     shown = a.sort_values("start_time", na_position="last").head(max_rows)
     for _, r in shown.iterrows():
@@ -260,7 +260,7 @@ def _plots(df) -> list[tuple[str, str, str]]:
     import pandas as pd
     plt.rcParams["svg.fonttype"] = "none"     # text stays text: smaller, and searchable in the page
     f = views.failures(df).copy()
-    out = []
+    out: list[tuple[str, str, str]] = []
     if f.empty:
         return out
     f["cause"] = f["cause"].fillna("unknown")

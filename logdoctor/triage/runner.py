@@ -200,6 +200,7 @@ def _journal_stream(spec, log: LogStream, out: TaskResult, meta) -> None:
     """A .journal inside a tar (or compressed): the journal reader needs a file, so it goes to a temporary one."""
     import shutil
     import tempfile
+
     from logdoctor.errors import LogdoctorError
     from logdoctor.sources.journal import iter_journal_entries
     with tempfile.TemporaryDirectory(prefix="logdoctor-triage-") as tmp:
@@ -232,21 +233,20 @@ def _journal_entries(source, member, entries, out: TaskResult, meta, size) -> No
 # --- executors -------------------------------------------------------------------------------------------------
 
 def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None) -> list[TaskResult]:
+    results: list[TaskResult] = []
     if jobs <= 1 or len(specs) <= 1:
-        results = []
         for i, s in enumerate(specs):
             r = process_spec(s, i, year)
             results.append(r)
             if progress:
                 progress(s, r)
         return results
-    from concurrent.futures import ProcessPoolExecutor, as_completed
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
     fork = sys.platform.startswith("linux")     # fork: no __main__ guard needed in callers
     ctx = mp.get_context("fork" if fork else "spawn")
     if fork:
         _warm()     # rules, classifier and prefilter load once, here; the workers share them copy-on-write
-    results: list[TaskResult] = []
     # biggest first: the long tasks start early, the small ones fill the gaps
     order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=None if fork else _warm) as ex:
@@ -278,14 +278,14 @@ def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None)
         order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
         futs = {client.submit(process_spec, specs[i], i, year, pure=False, key=f"logdoctor-triage-{i}-{os.getpid()}-"
                               f"{time.time_ns()}"): i for i in order}
-        results = []
+        done: list[TaskResult] = []
         with client.as_current():
             for f in as_completed(list(futs)):
                 r = f.result()
-                results.append(r)
+                done.append(r)
                 if progress:
                     progress(specs[futs[f]], r)
-        return sorted(results, key=lambda r: r.index)
+        return sorted(done, key=lambda r: r.index)
     finally:
         if own:
             client.close()

@@ -12,8 +12,8 @@ segment is bounded by SMALL_SEGMENT + HEAD + TAIL + MAX_HITS lines, whatever the
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from logdoctor.triage.prefilter import Prefilter
 
@@ -156,6 +156,28 @@ class ScanStats:
     long_lines: int = 0
 
 
+def _chunks(stream, carry: bytes, stats: ScanStats) -> Iterator[bytes]:
+    """Buffers of whole lines (the last one completed at EOF); a line longer than MAX_LINE is cut and counted."""
+    while True:
+        data = stream.read(CHUNK)
+        if not data:
+            break
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            if len(buf) > MAX_LINE:
+                stats.long_lines += 1
+                carry = b""
+                yield buf[:MAX_LINE] + b"\n"
+            else:
+                carry = buf
+            continue
+        carry = buf[cut:]
+        yield buf[:cut]
+    if carry:
+        yield carry + b"\n"
+
+
 def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None = None) -> Iterator[Segment]:
     """Yield the attempt segments of a binary stream (already decompressed), in order. `first` is data already
     read from the stream (the sniffed head)."""
@@ -164,30 +186,7 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
     seg = Segment(first_line=1)
     lineno = 1                     # line number of the first line of the current buffer
     carry = first
-
-    def chunks():
-        nonlocal carry
-        while True:
-            data = stream.read(CHUNK)
-            if not data:
-                break
-            buf = carry + data if carry else data
-            cut = buf.rfind(b"\n") + 1
-            if cut == 0:
-                if len(buf) > MAX_LINE:     # one monstrous line: cut it, count it
-                    stats.long_lines += 1
-                    carry = b""
-                    yield buf[:MAX_LINE] + b"\n"
-                else:
-                    carry = buf
-                continue
-            carry = buf[cut:]
-            yield buf[:cut]
-        if carry:
-            last, carry = carry, b""
-            yield last + b"\n"
-
-    for buf in chunks():
+    for buf in _chunks(stream, carry, stats):
         stats.bytes += len(buf)
         pos = 0                    # search position
         done = 0                   # bytes of buf already given to a segment
