@@ -15,7 +15,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
     ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),
     ("matching", "classify", "unitfile"),
     ("remedy", "api", "crossattempt", "calibration"),
-    ("render", "evaluation", "notify", "watching"),
+    ("render", "evaluation", "notify", "watching", "triage"),
     ("run", "about"),
     ("cli", "commands", "entry", "__init__", "__main__"),
 ]
