@@ -229,9 +229,15 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
                 data = carry + b
                 cut = data.rfind(b"\n") + 1
                 carry = data[cut:]
-                if len(carry) > max_line:
-                    n = state["lines"] + data.count(b"\n", 0, cut) + 1
-                    raise InputError(f"{origin}: line {n} is {len(carry) / 1e6:.1f} MB long (limit {max_line >> 20} "
+                if len(carry) > max_line:     # measure the whole line (the message says how long), keep none of it
+                    n, size = state["lines"] + data.count(b"\n", 0, cut) + 1, len(carry)
+                    while True:
+                        b = fh.read(chunk)
+                        nl = b.find(b"\n")
+                        size += len(b) if nl < 0 else nl
+                        if not b or nl >= 0:
+                            break
+                    raise InputError(f"{origin}: line {n} is {size / 1e6:.1f} MB long (limit {max_line >> 20} "
                                      "MiB); not a log line — cut it out or pass a real log")
                 if cut:
                     yield _lines(data[:cut], final=False)

@@ -81,7 +81,10 @@ def test_errors_name_the_line_across_chunks(tmp_path):
     with pytest.raises(Exception, match="NUL byte at line 5001"):
         stream.read_file(str(p), chunk=4096)
     p.write_bytes(b"May 10 00:00:00 h python3[1]: ok\n" * 50 + b"x" * 3000 + b"\nok\n")
-    with pytest.raises(Exception, match="line 51 is"):
+    with pytest.raises(Exception, match=r"line 51 is 0\.0 MB long"):
+        stream.read_file(str(p), chunk=1024, max_line=2048)
+    p.write_bytes(b"ok\n" * 50 + b"x" * 3_000_000 + b"\nok\n")
+    with pytest.raises(Exception, match=r"line 51 is 3\.0 MB long"):
         stream.read_file(str(p), chunk=1024, max_line=2048)
     p.write_bytes(b" \n" * 10000)
     with pytest.raises(Exception, match="empty input"):
