@@ -50,6 +50,7 @@ class _Index:
             for k in (m.keyword.split("|") if m.keyword else ()):
                 self.by_kw.setdefault(k, []).append(m)
         self.always = [m for m in rows if not m.keyword]
+        self._rows: dict[frozenset, tuple] = {}
         try:
             import ahocorasick
         except ImportError:        # optional speed-up: plain substring tests give the same answer
@@ -71,19 +72,23 @@ class _Index:
             return True
         return False
 
-    def rows(self, msg: str):
-        """The marker rows whose keyword is in msg (each once), then the rows without a keyword."""
+    def rows(self, msg: str) -> tuple:
+        """The marker rows whose keyword is in msg (each once), then the rows without a keyword; remembered per set
+        of keywords (a serving log repeats a handful of them)."""
         if self.marks is None:
-            kws = [k for k in self.by_kw if k in msg]
+            kws = frozenset(k for k in self.by_kw if k in msg)
         else:
-            kws = {k for _, k in self.marks.iter(msg)}
-        seen = set()
-        for k in kws:
-            for m in self.by_kw[k]:
-                if id(m) not in seen:
-                    seen.add(id(m))
-                    yield m
-        yield from self.always
+            kws = frozenset(k for _, k in self.marks.iter(msg))
+        got = self._rows.get(kws)
+        if got is None:
+            seen: dict[int, object] = {}
+            for k in sorted(kws):
+                for m in self.by_kw[k]:
+                    seen.setdefault(id(m), m)
+            if len(self._rows) > 4096:
+                self._rows.clear()
+            got = self._rows[kws] = (*seen.values(), *self.always)
+        return got
 
 
 class Keep:
