@@ -422,14 +422,16 @@ class _Family:
     __slots__ = ("name", "pattern", "lits", "_rx")
 
     def __init__(self, name: str, pattern: str):
-        self.name, self.pattern, self.lits, self._rx = name, pattern, _literals(pattern), None
+        self.name, self.pattern, self.lits = name, pattern, _literals(pattern)
+        self._rx: re.Pattern | None = None
 
     def search(self, s: str) -> bool:
         if self.lits is not None and not any(lit in s for lit in self.lits):
             return False
-        if self._rx is None:
-            self._rx = re.compile(self.pattern)
-        return self._rx.search(s) is not None
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self.pattern)
+        return rx.search(s) is not None
 
 
 _FAMILY_RX = tuple((n, _Family(n, p)) for n, p in _FAMILIES)

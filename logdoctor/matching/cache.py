@@ -40,6 +40,7 @@ def rule_files(d: Path) -> list[Path]:
 
 def content_key(d: Path, files: list[Path]) -> str:
     import hashlib
+
     from logdoctor import __version__
     h = hashlib.sha256(f"logdoctor {__version__} rule-cache {FORMAT} {d.resolve()}\n".encode())
     for p in files:

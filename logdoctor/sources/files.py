@@ -35,7 +35,7 @@ def sniff_compression(head: bytes) -> str | None:
 
 def decompress(data: bytes, kind: str, origin: str) -> bytes:
     """Decompress whole-input data; corrupt or truncated archives raise InputError with one line."""
-    import bz2   # here, not at import: most inputs are plain text (start-up, issue 11)
+    import bz2  # here, not at import: most inputs are plain text (start-up, issue 11)
     import gzip
     import lzma
     import zlib
