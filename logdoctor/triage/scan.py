@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from logdoctor.triage.boundary import BoundaryCheck
 from logdoctor.triage.prefilter import Prefilter
 
 CHUNK = 4 << 20
@@ -186,7 +187,10 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
     seg = Segment(first_line=1)
     lineno = 1                     # line number of the first line of the current buffer
     carry = first
+    check = None                   # built from the log's first buffer: the prefixes the reader will see
     for buf in _chunks(stream, carry, stats):
+        if check is None:
+            check = BoundaryCheck(buf[:65536])
         stats.bytes += len(buf)
         pos = 0                    # search position
         done = 0                   # bytes of buf already given to a segment
@@ -208,6 +212,8 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             stats.hits += 1
             if kind == "r" and pf.boundary.search(line) is not None:
                 kind = "b"      # a marker or rule matched earlier on the line than the config dump did
+            if kind == "b" and not line.startswith(b"-- Boot") and not check.is_config(line):
+                kind = "x"      # server_args= inside a message (a traceback's call), not a config dump
             if kind == "b":
                 is_boot = line.startswith(b"-- Boot")
                 if (is_boot and seg.nbytes + (ls - done) > 0 and seg.seen_config) or \
