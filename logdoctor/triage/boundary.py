@@ -12,7 +12,11 @@ it sees in `diagnose`. Candidates are rare (about one per attempt), so the cost 
 """
 from __future__ import annotations
 
-SAMPLE_LINES = 40
+import re
+
+SAMPLE_LINES = 20
+# a message can start with server_args= only after a prefix; after a name, "(", ",", "=" or "." it is an argument
+_MAYBE = re.compile(rb"(?:^|[^\w(,=.])server_args=|non-default args:|vLLM (?:server|API server) version")
 
 
 class BoundaryCheck:
@@ -25,6 +29,8 @@ class BoundaryCheck:
 
     def is_config(self, line: bytes) -> bool:
         """The line is a config dump / version banner where `attempts.split` would see one."""
+        if _MAYBE.search(line) is None:
+            return False
         from logdoctor.attempts import _CONFIG
         from logdoctor.read import read_lines
         text = line.decode("utf-8", "replace").rstrip("\r")

@@ -250,7 +250,7 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             pos = le + 1
         if done < n:
             seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:])
-        nl = buf.count(b"\n")
+        nl = counted_ln - lineno + buf.count(b"\n", counted)
         lineno += nl
         stats.lines += nl
     seg.nlines = lineno - seg.first_line
