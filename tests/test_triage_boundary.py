@@ -68,3 +68,15 @@ def test_boundary_check_reads_the_logs_own_prefixes():
     assert not check.is_config(b"0:     tokenizer_manager = _launch_subprocesses(server_args=server_args)")
     assert check.is_config(b"INFO 11-23 08:15:34 [utils.py:233] non-default args: {'model': 'x'}")
     assert not BoundaryCheck(b"").is_config(b"    launch(server_args=args)")
+
+
+def test_healthy_selection_keeps_a_progress_bar_once_not_per_update():
+    from logdoctor.triage.scan import _thin_bars
+    bar = [(10 + i, f"[TP0] Capturing batches (bs={i} avail_mem=70.{i} GB): {' ' * (i < 10)}{i * 10}%|{'#' * i}| {i}/10"
+            .encode()) for i in range(11)]
+    other = [(30, b"[TP0] Load weight end. elapsed=3.2 s"), (31, b"[TP1] Load weight end. elapsed=3.3 s")]
+    other_bar = [(40, b"Capturing CUDA graphs (decode, FULL):  50%|#####     | 5/10"),
+                 (41, b"Capturing CUDA graphs (decode, FULL): 100%|##########| 10/10")]
+    got = _thin_bars(bar + other + other_bar)
+    assert got == [bar[0], bar[-1]] + other + other_bar
+    assert _thin_bars(other) == other

@@ -11,6 +11,7 @@ segment is bounded by SMALL_SEGMENT + HEAD + TAIL + MAX_HITS lines, whatever the
 """
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ CHUNK = 4 << 20
 SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
 HEAD = 32 << 10                 # of a larger segment: its start (launch, config dump) ...
 TAIL = 128 << 10                # ... and its end (the crash with its traceback, the last serving lines)
-HEALTHY_CONTEXT = 8 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
+HEALTHY_CONTEXT = 2 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
 MAX_HITS = 20000                # prefilter hits kept per segment (first half + last half when more)
 MAX_LINE = 1 << 20              # a longer "line" is not a log line: it is cut
 
@@ -108,9 +109,34 @@ class Segment:
             for ln, data in part:
                 for n, line in _split(ln, data):
                     out[n] = line
-        for n, line in list(self.hits) + list(self.hits_tail):
+        hits = list(self.hits) + list(self.hits_tail)
+        for n, line in (hits if full else _thin_bars(hits)):
             out[n] = line
         return sorted(out.items())
+
+
+_DIGITS = re.compile(rb"\d+")
+
+
+def _thin_bars(hits: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """A healthy attempt's reduced parse needs a progress bar (tqdm's "NN%|███") once, not once per update: of a run
+    of consecutive bar hits with the same text up to the bar (digits aside), keep the first and the last."""
+    out: list[tuple[int, bytes]] = []
+    run_key, run_last = None, None
+    for hit in hits:
+        line = hit[1]
+        bar = line.find(b"%|")
+        key = _DIGITS.sub(b"", line[:bar]).rstrip() if bar > 0 else None
+        if key is not None and key == run_key:
+            run_last = hit
+            continue
+        if run_last is not None:
+            out.append(run_last)
+        out.append(hit)
+        run_key, run_last = key, None
+    if run_last is not None:
+        out.append(run_last)
+    return out
 
 
 def _cut_lines(data: bytes, limit: int) -> bytes:
