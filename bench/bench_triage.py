@@ -58,7 +58,10 @@ def _noise_block(rnd: random.Random, host: str, n: int) -> bytes:
 
 def _rehost(text: str, host: str) -> str:
     import re
-    return re.sub(r"^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?)|(?:\d{4}-\d\d-\d\dT\S+)) \S+ ",
+    # only a journal line's host field: a timestamp, a host, then "ident[pid]: " (a docker timestamp followed by the
+    # engine's own "[2026-05-28 05:21:19] ..." has no host to rewrite)
+    return re.sub(r"^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?)|(?:\d{4}-\d\d-\d\dT\S+)) (?!\[)\S+ "
+                  r"(?=[\w.@/\-]+(?:\[\d+\])?: )",
                   lambda m: f"{m.group(1)} {host} ", text, flags=re.M)
 
 

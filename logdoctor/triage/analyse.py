@@ -60,7 +60,7 @@ def analyse_records(records: list[Record], nread: int, meta: dict, min_start: in
     rules, classifier = _pipeline()
     rows = []
     for unit, recs in split_units(records):
-        tl = build(recs)
+        tl = build(recs, _own_engine(recs, min_start))
         if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs):
             continue
         res = ReadResult(records=recs, stats=Stats(read=nread), origin=meta["source"])
@@ -72,6 +72,16 @@ def analyse_records(records: list[Record], nread: int, meta: dict, min_start: in
             d = diagnose_timeline(sub, res, rules, classifier=classifier)
             rows.append(_row(d, a, i, unit, meta))
     return rows
+
+
+def _own_engine(recs: list[Record], min_start: int) -> str:
+    """With context attempts in front (min_start > 0), the segment's own lines decide the engine: a host that ran
+    vLLM before SGLang must not have its SGLang crash read as vLLM because the context outvoted it."""
+    if not min_start:
+        return "auto"
+    from logdoctor.engines.detect import detect
+    own, _ = detect([r for r in recs if r.line >= min_start])
+    return own if own != "unknown" else "auto"
 
 
 def split_units(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
