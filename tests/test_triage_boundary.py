@@ -80,3 +80,18 @@ def test_healthy_selection_keeps_a_progress_bar_once_not_per_update():
     got = _thin_bars(bar + other + other_bar)
     assert got == [bar[0], bar[-1]] + other + other_bar
     assert _thin_bars(other) == other
+
+
+def test_a_crash_keeps_its_own_engine_after_attempts_of_another(tmp_path):
+    """Context attempts (for cross-attempt rules) never outvote the failing attempt's own engine."""
+    fx = ROOT / "fixtures" / "journals"
+    healthy = (fx / "vllm-healthy-llama8b" / "journal.log").read_text()
+    crash = fx / "sglang-activation_oom-warmup-mem095" / "journal.log"
+    log = tmp_path / "switched-engine.log"
+    log.write_text(healthy * 3 + crash.read_text())
+    d = logdoctor.diagnose(crash)
+    df = logdoctor.triage([str(log)], jobs=1).sort_values("attempt")
+    assert list(df["engine"]) == ["vllm"] * 3 + ["sglang"]
+    last = df.iloc[-1]
+    assert (last["outcome"], last["cause"], last["rule"] if isinstance(last["rule"], str) else None) == \
+        ("failed", d.cause, d.rule)
