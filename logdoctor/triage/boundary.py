@@ -12,11 +12,8 @@ it sees in `diagnose`. Candidates are rare (about one per attempt), so the cost 
 """
 from __future__ import annotations
 
-import re
-
 SAMPLE_LINES = 20
-# a message can start with server_args= only after a prefix; after a name, "(", ",", "=" or "." it is an argument
-_MAYBE = re.compile(rb"(?:^|[^\w(,=.])server_args=|non-default args:|vLLM (?:server|API server) version")
+_ARG_BEFORE = frozenset(b"_(,=.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class BoundaryCheck:
@@ -29,10 +26,23 @@ class BoundaryCheck:
 
     def is_config(self, line: bytes) -> bool:
         """The line is a config dump / version banner where `attempts.split` would see one."""
-        if _MAYBE.search(line) is None:
+        if not _maybe(line):
             return False
         from logdoctor.attempts import _CONFIG
         from logdoctor.read import read_lines
         text = line.decode("utf-8", "replace").rstrip("\r")
         rec = read_lines(self.sample + [text]).records[-1]
         return not rec.continuation and _CONFIG.search(rec.msg) is not None
+
+
+def _maybe(line: bytes) -> bool:
+    """Cheap reject: a message can start with server_args= only after a prefix; after a name, "(", ",", "=" or "."
+    it is a call's argument (the vLLM markers have no such look-alike)."""
+    if b"non-default args:" in line or b"vLLM " in line:
+        return True
+    i = line.find(b"server_args=")
+    while i >= 0:
+        if i == 0 or line[i - 1] not in _ARG_BEFORE:
+            return True
+        i = line.find(b"server_args=", i + 1)
+    return False

@@ -11,7 +11,6 @@ segment is bounded by SMALL_SEGMENT + HEAD + TAIL + MAX_HITS lines, whatever the
 """
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -115,9 +114,6 @@ class Segment:
         return sorted(out.items())
 
 
-_DIGITS = re.compile(rb"\d+")
-
-
 def _thin_bars(hits: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
     """A healthy attempt's reduced parse needs a progress bar (tqdm's "NN%|███") once, not once per update: of a run
     of consecutive bar hits with the same text up to the bar (digits aside), keep the first and the last."""
@@ -126,7 +122,7 @@ def _thin_bars(hits: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
     for hit in hits:
         line = hit[1]
         bar = line.find(b"%|")
-        key = _DIGITS.sub(b"", line[:bar]).rstrip() if bar > 0 else None
+        key = line[:bar].translate(None, b"0123456789").rstrip() if bar > 0 else None
         if key is not None and key == run_key:
             run_last = hit
             continue
