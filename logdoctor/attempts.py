@@ -16,22 +16,23 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from logdoctor import rxcache
 from logdoctor.records import META, SERVICE, SYSTEMD, Record
 
 FOREIGN = "foreign"   # Record.extra key set on lines of other programs
 
-_UNIT_MSG = re.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
-_UNIT_START = re.compile(r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b")
+_UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
+_UNIT_START = rxcache.compile(r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b")
 # a unit name anywhere: its suffix and the name character before it (fixed width, so linear on any line)
-_ANY_UNIT = re.compile(r"[\w@\-\\:]\.(?:service|scope|timer|socket|slice|mount|target)\b")
-_START_DESC = re.compile(r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$")
+_ANY_UNIT = rxcache.compile(r"[\w@\-\\:]\.(?:service|scope|timer|socket|slice|mount|target)\b")
+_START_DESC = rxcache.compile(r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$")
 # systemd lines about something else than a unit of ours: logind sessions, user managers
-_OTHER_SD = re.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
+_OTHER_SD = rxcache.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
 # the process names an inference engine runs under (Xid/oom-kill lines give the kernel's comm name, ≤15 chars)
 # (a generic "python" is not enough: on a shared host another user's notebook is python too)
-_ENGINE_COMM = re.compile(r"sglang|vllm|ray::|raylet|trtllm|text-generation|lmdeploy|EngineCore|Worker|[Ss]chedul|"
-                          r"[Dd]etoken|[Tt]okenizer", re.I)
-_CONFIG = re.compile(r"^server_args=|non-default args:|^vLLM (?:server|API server) version")
+_ENGINE_COMM = rxcache.compile(r"sglang|vllm|ray::|raylet|trtllm|text-generation|lmdeploy|EngineCore|Worker|[Ss]chedul|"
+                               r"[Dd]etoken|[Tt]okenizer", re.I)
+_CONFIG = rxcache.compile(r"^server_args=|non-default args:|^vLLM (?:server|API server) version")
 
 
 @dataclass
@@ -172,8 +173,8 @@ def ownership(records: list[Record]) -> Ownership:
     return o
 
 
-_SD_STARTED = re.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
-_SD_EXIT = re.compile(r"Main process exited, code=|Scheduled restart job, restart counter is at")
+_SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
+_SD_EXIT = rxcache.compile(r"Main process exited, code=|Scheduled restart job, restart counter is at")
 
 
 def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:

@@ -11,27 +11,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logdoctor import rxcache
 from logdoctor.records import SERVICE, Record
 from logdoctor.vocab import BlockKind
 
-_TB_START = re.compile(r"Traceback \(most recent call last\):\s*$")
-_FILE = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
-_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:::[\w:]+)?)(?::(?: (?P<msg>.*))?)?$")
+_TB_START = rxcache.compile(r"Traceback \(most recent call last\):\s*$")
+_FILE = rxcache.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
+_EXC = rxcache.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:::[\w:]+)?)(?::(?: (?P<msg>.*))?)?$")
 _CHAIN = {
     "During handling of the above exception, another exception occurred:": "context",
     "The above exception was the direct cause of the following exception:": "cause",
 }
-_HINT_HEAD = re.compile(r"^(Possible (?:solutions|suggestions)|Suggestions?|Hints?):\s*$", re.I)
-_ABORT = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
-_WHAT = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)$")
-_CPP_FRAME = re.compile(r"^(?:frame #\d+:|Exception raised from )")
+_HINT_HEAD = rxcache.compile(r"^(Possible (?:solutions|suggestions)|Suggestions?|Hints?):\s*$", re.I)
+_ABORT = rxcache.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+_WHAT = rxcache.compile(r"^\s*what\(\):\s+(?P<msg>.*)$")
+_CPP_FRAME = rxcache.compile(r"^(?:frame #\d+:|Exception raised from )")
 MAX_EXC_LINES = 40
 # Open blocks are bounded: a block of a writer that never writes its end (a bare traceback in a raw paste stays
 # open in "exc" state) would otherwise be routed past by every later line, which made traceback-dense logs
 # quadratic (issue 11). Past this many, the least recently fed block is closed; real interleaves (TP/DP ranks
 # printing at once) keep far fewer open at a time.
 MAX_OPEN = 32
-_LONE_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Fault)(?::(?: .*)?)?$")
+_LONE_EXC = rxcache.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Fault)(?::(?: .*)?)?$")
 
 
 @dataclass(slots=True)

@@ -10,16 +10,16 @@ Two halves:
 """
 from __future__ import annotations
 
-import re
+from logdoctor import rxcache
 
 CLASSIFIER_ALONE_MAX = 0.7
 HINT_ONLY_MAX = 0.6
-_HINT = re.compile(r"^\s*(?:If |Try |Please |Consider |You (?:may|can|might|should) |Possible (?:solutions|suggestions)|"
-                   r"Hints?:|HINT|Suggestion)|It is likely due to|a common cause is|[Ii]t usually means|"
-                   r"might be (?:caused|due)|[Pp]lease (?:check|try|increase|decrease|lower|set)")
+_HINT = rxcache.compile(r"^\s*(?:If |Try |Please |Consider |You (?:may|can|might|should) |Possible (?:solutions|suggestions)|"
+                        r"Hints?:|HINT|Suggestion)|It is likely due to|a common cause is|[Ii]t usually means|"
+                        r"might be (?:caused|due)|[Pp]lease (?:check|try|increase|decrease|lower|set)")
 
 
-_ERROR_LINE = re.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b|^\s*(?:ERROR|CRITICAL|FATAL)\b")
+_ERROR_LINE = rxcache.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b|^\s*(?:ERROR|CRITICAL|FATAL)\b")
 
 
 def is_hint(text: str) -> bool:

@@ -3,15 +3,15 @@ service ran) and the canonical levers it implies (levers.py). Later sources win 
 command line < vLLM engine-config line < non-default args / server_args (the engine's own resolved view)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from logdoctor import rxcache
 from logdoctor.engines import ENGINES
 from logdoctor.records import SERVICE, Record
 
 # an engine's launch command (engines/<name>.py launch_pattern)
-_CMD = re.compile("(?:" + "|".join(e.launch_pattern for e in ENGINES.values() if e.launch_pattern) + ")")
-_ENV = re.compile(r"\b(CUDA_VISIBLE_DEVICES|NCCL_[A-Z_]+|SGLANG_[A-Z_]+|VLLM_[A-Z_]+|TORCH_[A-Z_]+|PYTORCH_[A-Z_]+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(\S*)")
+_CMD = rxcache.compile("(?:" + "|".join(e.launch_pattern for e in ENGINES.values() if e.launch_pattern) + ")")
+_ENV = rxcache.compile(r"\b(CUDA_VISIBLE_DEVICES|NCCL_[A-Z_]+|SGLANG_[A-Z_]+|VLLM_[A-Z_]+|TORCH_[A-Z_]+|PYTORCH_[A-Z_]+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(\S*)")
 
 
 @dataclass

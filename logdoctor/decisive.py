@@ -13,27 +13,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logdoctor import rxcache
 from logdoctor.blocks import Block, Frame
 from logdoctor.hints import strip_false
 from logdoctor.records import SERVICE, Record
 
 FOREIGN = "foreign"
-_WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
+_WRAPPED = rxcache.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 _NOT_FATAL = ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError", "CancelledError", "GeneratorExit")
 # request-level failures in the HTTP layer: one client's request, not the engine (issue 10 item 6)
-_REQUEST_EXC = re.compile(r"(?:^|\.)(?:EndOfStream|ClientDisconnect|ClosedResourceError|BrokenResourceError|"
-                          r"WouldBlock|CancelledError|ConnectionResetError|BrokenPipeError|LocalProtocolError|"
-                          r"HTTPException|RequestValidationError|EngineGenerateError|TooLongPrompt\w*)$")
-_REQUEST_HEAD = re.compile(r"Exception in ASGI application|Error in ASGI|Exception in callback|Task exception was never retrieved")
-_REQUEST_MSG = re.compile(r"is longer than the model's context length|maximum context length is \d+ tokens|"
-                          r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
-                          r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long")
-ENGINE_FILE = re.compile(r"/(?:sglang|vllm|lmdeploy|tensorrt_llm|text_generation_server)/")
-_SERVER_FRAMES = re.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
+_REQUEST_EXC = rxcache.compile(r"(?:^|\.)(?:EndOfStream|ClientDisconnect|ClosedResourceError|BrokenResourceError|"
+                               r"WouldBlock|CancelledError|ConnectionResetError|BrokenPipeError|LocalProtocolError|"
+                               r"HTTPException|RequestValidationError|EngineGenerateError|TooLongPrompt\w*)$")
+_REQUEST_HEAD = rxcache.compile(r"Exception in ASGI application|Error in ASGI|Exception in callback|Task exception was never retrieved")
+_REQUEST_MSG = rxcache.compile(r"is longer than the model's context length|maximum context length is \d+ tokens|"
+                               r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
+                               r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long")
+ENGINE_FILE = rxcache.compile(r"/(?:sglang|vllm|lmdeploy|tensorrt_llm|text_generation_server)/")
+_SERVER_FRAMES = rxcache.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
 
 
 # a C/C++ CUDA check macro's message before it aborts (vLLM csrc, custom all-reduce, flashinfer): no Python exception
-_CHECK_FAILED = re.compile(r"^(?:Failed: )?Cuda (?:error|failure) \S+:\d+ '[^']+'|^CUDA error at \S+:\d+")
+_CHECK_FAILED = rxcache.compile(r"^(?:Failed: )?Cuda (?:error|failure) \S+:\d+ '[^']+'|^CUDA error at \S+:\d+")
 
 
 @dataclass
@@ -68,11 +69,11 @@ class Decisive:
 #   SGLang  "max_total_tokens=N is larger than the profiled value -M" (a negative pool size)
 #   vLLM    "Available KV cache memory: -X GiB" (nothing left for the cache), "No available memory for the cache blocks";
 #           older builds "the rest of the memory reserved for KV Cache is -X GiB" and "# cuda blocks: 0"
-PRECURSORS = re.compile(r"is larger than the profiled value (?P<profiled_kv_tokens>-\d+)|"
-                        r"Available KV cache memory: (?P<negative_kv_gib>-[\d.]+) GiB|"
-                        r"reserved for KV Cache is (?P<negative_kv_gib2>-[\d.]+) ?GiB|# (?:cuda|GPU) blocks: 0\b|"
-                        r"No available memory for the cache blocks|"
-                        r"Not enough memory\. Please try to increase --mem-fraction-static")
+PRECURSORS = rxcache.compile(r"is larger than the profiled value (?P<profiled_kv_tokens>-\d+)|"
+                             r"Available KV cache memory: (?P<negative_kv_gib>-[\d.]+) GiB|"
+                             r"reserved for KV Cache is (?P<negative_kv_gib2>-[\d.]+) ?GiB|# (?:cuda|GPU) blocks: 0\b|"
+                             r"No available memory for the cache blocks|"
+                             r"Not enough memory\. Please try to increase --mem-fraction-static")
 
 
 def precursors(records: list[Record]) -> list[tuple[int, str, dict]]:

@@ -9,24 +9,24 @@ with the traceback". A config rule that the log itself backs (a combination the 
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from logdoctor import rxcache
 from logdoctor.decisive import ENGINE_FILE
 
-DEFECT_TYPES = re.compile(r"(?:^|\.)(?:AttributeError|TypeError|KeyError|AssertionError|NotImplementedError|IndexError|"
-                          r"UnboundLocalError|NameError)$")
+DEFECT_TYPES = rxcache.compile(r"(?:^|\.)(?:AttributeError|TypeError|KeyError|AssertionError|NotImplementedError|IndexError|"
+                               r"UnboundLocalError|NameError)$")
 # anything that points at a resource, the hardware, the distributed layer, the build or the configuration instead
-_SIGNAL = re.compile(r"out of memory|OutOfMemory|CUDA error|CUDA_ERROR|cudaError|NCCL|nccl|[Gg]loo|ProcessGroup|"
-                     r"illegal memory|ECC|Xid|device-side assert|no kernel image|undefined symbol|ImportError|"
-                     r"ModuleNotFoundError|must be divisible|is not supported|not supported|unsupported|Unsupported|"
-                     r"invalid choice|argument --|Killed|SIGKILL|timed? ?out|Timeout|[Ee]rrno|Address already in use|"
-                     r"No such file|does not appear to have|safetensors|SafetensorError|not a valid model")
+_SIGNAL = rxcache.compile(r"out of memory|OutOfMemory|CUDA error|CUDA_ERROR|cudaError|NCCL|nccl|[Gg]loo|ProcessGroup|"
+                          r"illegal memory|ECC|Xid|device-side assert|no kernel image|undefined symbol|ImportError|"
+                          r"ModuleNotFoundError|must be divisible|is not supported|not supported|unsupported|Unsupported|"
+                          r"invalid choice|argument --|Killed|SIGKILL|timed? ?out|Timeout|[Ee]rrno|Address already in use|"
+                          r"No such file|does not appear to have|safetensors|SafetensorError|not a valid model")
 # feature switches worth naming when a defect shows up (the combination is usually the trigger)
 # (only opt-in switches: SGLang's server_args dump prints every field, defaults included)
-_FEATURE = re.compile(r"^(?:speculative_(?:algorithm|config|method)|spec_method|enable_\w+|structured_outputs_config|"
-                      r"guided_decoding_backend|kv_cache_dtype|quantization|disaggregation_mode|lora_paths|"
-                      r"tool_call_parser|reasoning_parser)$")
+_FEATURE = rxcache.compile(r"^(?:speculative_(?:algorithm|config|method)|spec_method|enable_\w+|structured_outputs_config|"
+                           r"guided_decoding_backend|kv_cache_dtype|quantization|disaggregation_mode|lora_paths|"
+                           r"tool_call_parser|reasoning_parser)$")
 _DEFAULTISH = {None, False, "", "auto", "none", "None", "disabled", "full"}
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 
-_EXIT = re.compile(r"\(exit code:? (?P<code>-?\d+)\)|exit code (?P<code2>-?\d+)\b|exit status (?P<code3>-?\d+)")
+from logdoctor import rxcache
+
+_EXIT = rxcache.compile(r"\(exit code:? (?P<code>-?\d+)\)|exit code (?P<code2>-?\d+)\b|exit status (?P<code3>-?\d+)")
 # "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T` to check ..." (to the sentence end
 # and a following "Run/Check ..." sentence that belongs to it)
-_IF_EXIT = re.compile(r"(?<!\s)\s*If (?:the )?exit code is (?P<want>-?\d+)\b[^.]*\.(?:\s*(?:Run|Check|See)\b[^.]*?(?:\.(?=\s|$)|$))?")
+_IF_EXIT = rxcache.compile(r"(?<!\s)\s*If (?:the )?exit code is (?P<want>-?\d+)\b[^.]*\.(?:\s*(?:Run|Check|See)\b[^.]*?(?:\.(?=\s|$)|$))?")
 
 
 def strip_false(text: str) -> str:

@@ -9,17 +9,17 @@ process, the last request, the NCCL / engine watchdogs), never TimeoutStartSec.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from logdoctor import rxcache
 from logdoctor.records import SERVICE, SYSTEMD
 
-_HEALTH_FAIL = re.compile(r"[Hh]ealth ?check (?:failed|timed? ?out)|\"GET /health[^\"]*\" 5\d\d|/health\b.{0,80}"
-                          r"(?:timed? ?out|refused|503|504|500)|(?:[Dd]etokenizer|[Ss]cheduler|[Tt]okenizer ?[Mm]anager|"
-                          r"EngineCore)\w* (?:is )?not respon\w+|no response from (?:the )?(?:scheduler|engine|detokenizer)|"
-                          r"[Ll]iveness probe failed")
-_HEALTH_OK = re.compile(r"\"GET /health[^\"]*\" 200|[Hh]ealth ?check (?:ok|passed|succeeded)")
-_STOP_TIMEOUT = re.compile(r"State 'stop[\w-]*' timed out|Failed with result 'timeout'|stop operation timed out")
+_HEALTH_FAIL = rxcache.compile(r"[Hh]ealth ?check (?:failed|timed? ?out)|\"GET /health[^\"]*\" 5\d\d|/health\b.{0,80}"
+                               r"(?:timed? ?out|refused|503|504|500)|(?:[Dd]etokenizer|[Ss]cheduler|[Tt]okenizer ?[Mm]anager|"
+                               r"EngineCore)\w* (?:is )?not respon\w+|no response from (?:the )?(?:scheduler|engine|detokenizer)|"
+                               r"[Ll]iveness probe failed")
+_HEALTH_OK = rxcache.compile(r"\"GET /health[^\"]*\" 200|[Hh]ealth ?check (?:ok|passed|succeeded)")
+_STOP_TIMEOUT = rxcache.compile(r"State 'stop[\w-]*' timed out|Failed with result 'timeout'|stop operation timed out")
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from logdoctor import attempts as att
 from logdoctor import decisive as dcs
-from logdoctor import serving
+from logdoctor import rxcache, serving
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import ENGINES
@@ -58,12 +58,12 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
      r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+", "launch"),
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
-_COMPILE_FILES = re.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
+_COMPILE_FILES = rxcache.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
 # markers printed from inside another step's forward pass (vLLM compiles during the profile run): they say the
 # engine got there, not which step the forward belonged to, so a traceback's frames may place the failure
 _NESTED_MARKERS = {"dynamo", "compile_range", "compile_cache"}
 _ERROR_RX: tuple = ()    # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
-_NAMES = re.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
+_NAMES = rxcache.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
 
 
 def _frame_matcher(pattern: str):
@@ -72,7 +72,7 @@ def _frame_matcher(pattern: str):
     if m:
         names = frozenset(m.group(1).split("|"))
         return lambda f: f in names or (f[-1:] == "\n" and f[:-1] in names)   # `$` also matches before a final \n
-    return re.compile(pattern).match
+    return rxcache.compile(pattern).match
 
 
 _FRAME_RX = tuple((_frame_matcher(p), ph) for p, ph in FRAME_PHASES)
@@ -81,20 +81,20 @@ _FRAME_RX = tuple((_frame_matcher(p), ph) for p, ph in FRAME_PHASES)
 def _error_rx() -> tuple:
     global _ERROR_RX
     if not _ERROR_RX:
-        _ERROR_RX = tuple((re.compile(p), ph) for p, ph in ERROR_PHASES)
+        _ERROR_RX = tuple((rxcache.compile(p), ph) for p, ph in ERROR_PHASES)
     return _ERROR_RX
 
-_SD_STARTED = re.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
-_SD_EXIT = re.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
-_SD_RESULT = re.compile(r"Failed with result '(?P<result>[\w-]+)'")
-_SD_RESTART = re.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
-_SD_TIMEOUT = re.compile(r"start(?:-pre|-post)? operation timed out|State 'start[\w-]*' timed out")
-_SD_OOM = re.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
-_SD_STOPPING = re.compile(r"^Stopping ")  # a stop job someone asked for; after a crash systemd says "Stopped"
-_XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
-_KOOM = re.compile(r"(?:Out|out) of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
-_SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
-_FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
+_SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
+_SD_EXIT = rxcache.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
+_SD_RESULT = rxcache.compile(r"Failed with result '(?P<result>[\w-]+)'")
+_SD_RESTART = rxcache.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
+_SD_TIMEOUT = rxcache.compile(r"start(?:-pre|-post)? operation timed out|State 'start[\w-]*' timed out")
+_SD_OOM = rxcache.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
+_SD_STOPPING = rxcache.compile(r"^Stopping ")  # a stop job someone asked for; after a crash systemd says "Stopped"
+_XID = rxcache.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
+_KOOM = rxcache.compile(r"(?:Out|out) of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
+_SHUTDOWN = rxcache.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
+_FALLEN = rxcache.compile(r"GPU has fallen off the bus|fallen off the bus")
 
 
 class SystemdVerdict(TypedDict, total=False):
@@ -484,7 +484,7 @@ def _error_phase(blocks: list[Block], a: Attempt) -> str | None:
     return None
 
 
-_WORKER_RANK = re.compile(r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$|^Worker_|^VllmWorker")
+_WORKER_RANK = rxcache.compile(r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$|^Worker_|^VllmWorker")
 
 
 def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str | None, bool]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 
+from logdoctor import rxcache
 from logdoctor.vocab import PHASE_INDEX as _PHASE_INDEX
 from logdoctor.vocab import PHASES, xid_class
 
@@ -47,16 +48,16 @@ MAX_MSG_LINES = 3
 MAX_RAW_CHARS = 4000
 
 _MASKS: tuple[tuple[re.Pattern, str], ...] = (
-    (re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`"), " <str> "),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), " <url> "),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]+\](?::\d+)?", re.I), " <ip> "),
-    (re.compile(r"(?:~|\.{1,2})?(?:/[\w.+@-]+){2,}/?|\b[\w.-]+(?:/[\w.+@-]+){2,}"), " <path> "),
-    (re.compile(r"\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.I), " <hex> "),
-    (re.compile(r"(?:-|(?<!\d))\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes|[kmgt]b/s)\b", re.I), " <size> "),
-    (re.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?:e[-+]?\d+)?(?![\w>])", re.I), " <num> "),
+    (rxcache.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`"), " <str> "),
+    (rxcache.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), " <url> "),
+    (rxcache.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]+\](?::\d+)?", re.I), " <ip> "),
+    (rxcache.compile(r"(?:~|\.{1,2})?(?:/[\w.+@-]+){2,}/?|\b[\w.-]+(?:/[\w.+@-]+){2,}"), " <path> "),
+    (rxcache.compile(r"\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.I), " <hex> "),
+    (rxcache.compile(r"(?:-|(?<!\d))\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes|[kmgt]b/s)\b", re.I), " <size> "),
+    (rxcache.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?:e[-+]?\d+)?(?![\w>])", re.I), " <num> "),
 )
 _PATH = _MASKS[3][0]
-_PATH_RUN = re.compile(r"[\w.+@/~-]+")   # every path-mask match lies inside one such run (no lookbehind in it)
+_PATH_RUN = rxcache.compile(r"[\w.+@/~-]+")   # every path-mask match lies inside one such run (no lookbehind in it)
 
 
 def _path_sub(s: str, rep: str) -> str:
@@ -67,11 +68,11 @@ def _path_sub(s: str, rep: str) -> str:
     return _PATH_RUN.sub(lambda m: _PATH.sub(rep, m.group()) if m.group().count("/") >= 2 else m.group(), s)
 
 
-_WS = re.compile(r"\s+")
-_WORD = re.compile(r"<[a-z]+>|[a-z_][a-z0-9_]*")
-_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
+_WS = rxcache.compile(r"\s+")
+_WORD = rxcache.compile(r"<[a-z]+>|[a-z_][a-z0-9_]*")
+_FLAG = rxcache.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
 _STOP = frozenset("a an the of to in on at for by is are was be it this that with as or and from".split())
-_WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
+_WRAPPED = rxcache.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 
 
 def mask(text: str) -> str:
@@ -430,14 +431,14 @@ class _Family:
             return False
         rx = self._rx
         if rx is None:
-            rx = self._rx = re.compile(self.pattern)
+            rx = self._rx = rxcache.compile(self.pattern)
         return rx.search(s) is not None
 
 
 _FAMILY_RX = tuple((n, _Family(n, p)) for n, p in _FAMILIES)
-_CUDA_NAME = re.compile(r"\b(cudaerror[a-z]+|cuda_error_[a-z_]+|cublas_status_[a-z_]+|nccl[a-z]*error)\b")
-_ERRNO = re.compile(r"\[errno (\d+)\]|\(os error (\d+)\)|errno[ =:]+(\d+)")
-_CUDA_MSG = re.compile(r"cuda error: ([a-z][a-z -]{3,60}?)(?:\n|$|\.| when| at| \()")
+_CUDA_NAME = rxcache.compile(r"\b(cudaerror[a-z]+|cuda_error_[a-z_]+|cublas_status_[a-z_]+|nccl[a-z]*error)\b")
+_ERRNO = rxcache.compile(r"\[errno (\d+)\]|\(os error (\d+)\)|errno[ =:]+(\d+)")
+_CUDA_MSG = rxcache.compile(r"cuda error: ([a-z][a-z -]{3,60}?)(?:\n|$|\.| when| at| \()")
 
 
 def mechanisms(text: str) -> list[str]:
@@ -454,6 +455,6 @@ def mechanisms(text: str) -> list[str]:
     return sorted(set(out))
 
 
-_FILE_LINE = re.compile(r'^\s*File "(?P<file>[^"]*)", line \d+, in (?P<func>.+)$')
-_ERRORISH = re.compile(r"^(?:ERROR|CRITICAL|FATAL)\b|\[Errno \d+\]")
-_BARE_EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
+_FILE_LINE = rxcache.compile(r'^\s*File "(?P<file>[^"]*)", line \d+, in (?P<func>.+)$')
+_ERRORISH = rxcache.compile(r"^(?:ERROR|CRITICAL|FATAL)\b|\[Errno \d+\]")
+_BARE_EXC = rxcache.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")

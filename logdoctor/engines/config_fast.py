@@ -10,12 +10,12 @@ checks that both paths give identical values on every dump in the fixtures and t
 from __future__ import annotations
 
 import ast
-import re
 
+from logdoctor import rxcache
 from logdoctor.engines.config_types import ConfigDump
 
-_NUM = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-_STR = re.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")
+_NUM = rxcache.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_STR = rxcache.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")
 _NO = object()
 
 

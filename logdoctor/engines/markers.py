@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from logdoctor import rxcache
 from logdoctor.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDEX re-exported (timeline, older callers)
 
 
@@ -31,7 +32,7 @@ class Marker:
         """Compiled on first use: most rows' keywords never occur in a given log (start-up cost, issue 11)."""
         rx = _COMPILED.get(self.pattern)
         if rx is None:
-            rx = _COMPILED[self.pattern] = re.compile(self.pattern)
+            rx = _COMPILED[self.pattern] = rxcache.compile(self.pattern)
         return rx
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from logdoctor import rxcache
+
 
 @dataclass(slots=True)
 class Prefix:
@@ -29,25 +31,25 @@ class Prefix:
     tag_pid: int | None = None
 
 
-_SGL = re.compile(
-    r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
+_SGL = rxcache.compile(
+         r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
 # "(Tag k=v ...) ": the text up to the first ")" (linear: the class has no ")" and nothing nests), then
 # _tag_ok checks what the former nested pattern [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* accepted, which backtracked
 # exponentially on "(a_a_a_...!" (issue 11)
-_VTAG = re.compile(r"^\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
-_VLVL = re.compile(
-    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
-    r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
-_TORCH = re.compile(r"^\[rank(?P<rank>\d+)\]: ?")
-_TGI = re.compile(
-    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) "
-    r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?")
-_LMD = re.compile(
-    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
-_TRT = re.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?: ?\[(?P<rank>RANK \d+)\])? ?"
-                  r"(?:\[(?P<level>[A-Z]+|[IWEDV])\] ?)?")
-_UVI = re.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+")
-_PYLOG = re.compile(r"^(?P<level>WARNING|ERROR|CRITICAL|INFO|DEBUG):(?P<name>[\w.]+):")
+_VTAG = rxcache.compile(r"^\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
+_VLVL = rxcache.compile(
+         r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
+         r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
+_TORCH = rxcache.compile(r"^\[rank(?P<rank>\d+)\]: ?")
+_TGI = rxcache.compile(
+         r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) "
+         r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?")
+_LMD = rxcache.compile(
+         r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+_TRT = rxcache.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?: ?\[(?P<rank>RANK \d+)\])? ?"
+                       r"(?:\[(?P<level>[A-Z]+|[IWEDV])\] ?)?")
+_UVI = rxcache.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+")
+_PYLOG = rxcache.compile(r"^(?P<level>WARNING|ERROR|CRITICAL|INFO|DEBUG):(?P<name>[\w.]+):")
 
 _TRT_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "D": "DEBUG", "V": "DEBUG"}
 

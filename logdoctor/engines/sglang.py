@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from logdoctor import rxcache
 from logdoctor.engines.engine import Engine
 from logdoctor.engines.markers import COMMON_DEATHS, Marker
 from logdoctor.engines.spelling import F as _F
@@ -83,10 +84,10 @@ DEATHS: tuple[Marker, ...] = (
 
 
 # ---- version: SGLang often prints no version; its wording dates it (engines.md §A)
-_VERSION = re.compile(r"sglang(?:==|\s+version\s+|-)(?P<v>\d+\.\d+\.\d+[\w.]*)")
+_VERSION = rxcache.compile(r"sglang(?:==|\s+version\s+|-)(?P<v>\d+\.\d+\.\d+[\w.]*)")
 # wordings SGLang introduced in 0.5.17 (engines.md §A, §C): per-runner graph lines and the renamed graph flags
-_SGL_017 = re.compile(r"CUDA graph begin\. backend=|Capture (?:target|draft) (?:decode|verify|extend|prefill) CUDA graph|"
-                      r"--cuda-graph-max-bs-decode|--cuda-graph-backend-(?:decode|prefill)|Initialized DFLASH draft runner")
+_SGL_017 = rxcache.compile(r"CUDA graph begin\. backend=|Capture (?:target|draft) (?:decode|verify|extend|prefill) CUDA graph|"
+                           r"--cuda-graph-max-bs-decode|--cuda-graph-backend-(?:decode|prefill)|Initialized DFLASH draft runner")
 
 
 def infer_version(records) -> str | None:

@@ -1,9 +1,9 @@
 """vLLM phase markers (V1, with the V0 wordings that are cheap to keep); engines.md §B."""
 from __future__ import annotations
 
-import re
 from types import MappingProxyType
 
+from logdoctor import rxcache
 from logdoctor.engines.engine import Engine
 from logdoctor.engines.markers import COMMON_DEATHS, Marker
 from logdoctor.engines.spelling import F as _F
@@ -90,9 +90,9 @@ DEATHS: tuple[Marker, ...] = (
 ) + COMMON_DEATHS
 
 
-_VERSION = re.compile(r"(?:vLLM (?:server|API server) version|LLM engine \(v)\s*v?(?P<v>\d+\.\d+[\w.+-]*?)(?:[,)]|\s|$)")
-_MAX_LEN = re.compile(r"Using max model len (\d+)")
-_CHUNKED = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
+_VERSION = rxcache.compile(r"(?:vLLM (?:server|API server) version|LLM engine \(v)\s*v?(?P<v>\d+\.\d+[\w.+-]*?)(?:[,)]|\s|$)")
+_MAX_LEN = rxcache.compile(r"Using max model len (\d+)")
+_CHUNKED = rxcache.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
 
 
 def resolved_config(msg: str) -> dict:

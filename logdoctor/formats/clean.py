@@ -1,11 +1,11 @@
 """Line clean-up shared by every format: ANSI escape codes and carriage-return progress bars."""
 from __future__ import annotations
 
-import re
+from logdoctor import rxcache
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, links) and lone two-byte escapes.
-_ANSI = re.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = rxcache.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = rxcache.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def strip_ansi(text: str) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from logdoctor import rxcache
 from logdoctor.formats import Outer
 
-_TS = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$")
-_GENERIC = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$")
-_TGI_NATIVE = re.compile(r"^ ?(?:TRACE|DEBUG|INFO|WARN|ERROR) [a-z_][\w:\-]*(?:\{[^}]*\})?: ")
-_COMPOSE = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
+_TS = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$")
+_GENERIC = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$")
+_TGI_NATIVE = rxcache.compile(r"^ ?(?:TRACE|DEBUG|INFO|WARN|ERROR) [a-z_][\w:\-]*(?:\{[^}]*\})?: ")
+_COMPOSE = rxcache.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
 
 
 def parse_timestamped(line: str) -> Outer | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
+from logdoctor import rxcache
 from logdoctor.formats import Outer
 from logdoctor.records import KERNEL, SYSTEMD
 
@@ -17,17 +18,17 @@ _MONTHS = {m: i for i, m in enumerate(
 
 _TAIL = r" (?P<host>\S+) (?P<ident>[^\s\[\]]+?)(?:\[(?P<pid>\d+)\])?:(?: (?P<msg>.*)|$)"
 _FORMS = (
-    ("journal-short-iso", re.compile(
-        r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,6})?(?P<tz>[+-]\d\d:?\d\d))" + _TAIL)),
-    ("journal-short", re.compile(
-        r"^(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)?" + _TAIL)),
-    ("journal-short-full", re.compile(
-        r"^(?:[A-Z][a-z]{2} )(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)? (?P<zone>[A-Za-z][\w/+-]*)"
-        + _TAIL)),
-    ("journal-short-monotonic", re.compile(r"^\[\s*(?P<mono>\d+\.\d+)\]" + _TAIL)),
-    ("journal-short-unix", re.compile(r"^(?P<unix>\d{9,11}\.\d+)" + _TAIL)),
+    ("journal-short-iso", rxcache.compile(
+             r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,6})?(?P<tz>[+-]\d\d:?\d\d))" + _TAIL)),
+    ("journal-short", rxcache.compile(
+             r"^(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)?" + _TAIL)),
+    ("journal-short-full", rxcache.compile(
+             r"^(?:[A-Z][a-z]{2} )(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)? (?P<zone>[A-Za-z][\w/+-]*)"
+             + _TAIL)),
+    ("journal-short-monotonic", rxcache.compile(r"^\[\s*(?P<mono>\d+\.\d+)\]" + _TAIL)),
+    ("journal-short-unix", rxcache.compile(r"^(?P<unix>\d{9,11}\.\d+)" + _TAIL)),
 )
-_META = re.compile(r"^-- (?:.+) --$|^-- No entries --$|^-- (?:Boot|Reboot|Logs begin|Journal begins)\b.*--\s*$")
+_META = rxcache.compile(r"^-- (?:.+) --$|^-- No entries --$|^-- (?:Boot|Reboot|Logs begin|Journal begins)\b.*--\s*$")
 
 
 def parse_meta(line: str) -> Outer | None:

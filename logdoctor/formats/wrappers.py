@@ -20,20 +20,22 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-_RAY = re.compile(r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
-                  r"(?:, (?:node_id|actor_id|repr)=[^)]*)?\) ")
-_RAY_DEDUP = re.compile(r" \[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^)]*\))?$")
-_TORCHRUN = re.compile(r"^\[(?P<group>default|rank|local_rank)(?P<n>\d+)\]:")
-_MPI = re.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>: ?")
-_SRUN = re.compile(r"^(?P<n>\d{1,4}): ")
-_KUBECTL = re.compile(r"^\[pod/(?P<pod>[\w.\-]+)/(?P<container>[\w.\-]+)\] ")
-_RFC3339 = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) ")
+from logdoctor import rxcache
+
+_RAY = rxcache.compile(r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
+                       r"(?:, (?:node_id|actor_id|repr)=[^)]*)?\) ")
+_RAY_DEDUP = rxcache.compile(r" \[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^)]*\))?$")
+_TORCHRUN = rxcache.compile(r"^\[(?P<group>default|rank|local_rank)(?P<n>\d+)\]:")
+_MPI = rxcache.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>: ?")
+_SRUN = rxcache.compile(r"^(?P<n>\d{1,4}): ")
+_KUBECTL = rxcache.compile(r"^\[pod/(?P<pod>[\w.\-]+)/(?P<container>[\w.\-]+)\] ")
+_RFC3339 = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) ")
 # the leading token of a line, for spotting a whole-log prefix nobody parses: bracketed / parenthesised tags,
 # "name |", "name:" labels
-_LEAD = re.compile(r"^(?:\[[^\]\s]{1,80}\]|\([^)]{1,80}\)|[\w.\-]{1,40} ?\||<[^>]{1,40}>)")
-_KNOWN_LEAD = re.compile(r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[\d{4}-\d\d-\d\d[ T]|\[rank\d+\]|\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
-                         r"\[TensorRT-LLM\]|\[TRT-LLM\]|\[\d\d/\d\d/\d{4}|\((?:[\w.:\-]+ )?(?:pid|rank)=|\([A-Z]\w*[_ ]?\w*\) |"
-                         r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])")
+_LEAD = rxcache.compile(r"^(?:\[[^\]\s]{1,80}\]|\([^)]{1,80}\)|[\w.\-]{1,40} ?\||<[^>]{1,40}>)")
+_KNOWN_LEAD = rxcache.compile(r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[\d{4}-\d\d-\d\d[ T]|\[rank\d+\]|\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
+                              r"\[TensorRT-LLM\]|\[TRT-LLM\]|\[\d\d/\d\d/\d{4}|\((?:[\w.:\-]+ )?(?:pid|rank)=|\([A-Z]\w*[_ ]?\w*\) |"
+                              r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])")
 WRAPPERS = ("ray", "torchrun", "mpirun", "srun", "kubectl")
 
 
@@ -73,7 +75,7 @@ def unknown_rx(lead: str | None) -> re.Pattern | None:
     """The regex of a whole-log prefix `detect` found (digits were normalised to N)."""
     if not lead:
         return None
-    return re.compile("^" + re.escape(lead).replace("N", r"\d+") + " ?")
+    return rxcache.compile("^" + re.escape(lead).replace("N", r"\d+") + " ?")
 
 
 def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | None = None) -> Peeled:

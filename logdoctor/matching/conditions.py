@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from logdoctor import decisive
+from logdoctor import decisive, rxcache
 from logdoctor.blocks import Block
 from logdoctor.matching.prefilter import can_match, for_context
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
@@ -108,7 +108,7 @@ def _rx(p, compiled):
     rx = compiled.get(key)
     if rx is None:
         try:
-            rx = compiled[key] = re.compile(key)
+            rx = compiled[key] = rxcache.compile(key)
         except re.error as exc:  # only reachable for a rule that skipped lint: say which pattern
             from logdoctor.errors import RuleError
             raise RuleError(f"bad regex {key!r}: {exc}") from None
@@ -413,7 +413,7 @@ def leaf_exit_code(val, ctx, compiled, scope):
 
 
 # front-end processes that only echo a worker's error (vLLM's APIServer / EngineCore with TP>1, the launcher)
-_FRONT_END = re.compile(r"^(?:main|APIServer\w*|EngineCore\w*|LLMEngine\w*|Engine\w*)$")
+_FRONT_END = rxcache.compile(r"^(?:main|APIServer\w*|EngineCore\w*|LLMEngine\w*|Engine\w*)$")
 
 
 @leaf('ranks_failed', syntax='ranks_failed: {alone: true} / {min: 2}',

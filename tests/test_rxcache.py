@@ -1,0 +1,75 @@
+"""The compiled-regex cache (logdoctor/rxcache.py) gives the very pattern `re.compile` gives, cold and warm, for every
+regex the package compiles, and falls back to `re.compile` on a damaged file or another interpreter's file."""
+from __future__ import annotations
+
+import marshal
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logdoctor import rxcache
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("LOGDOCTOR_NO_RXCACHE", raising=False)
+    monkeypatch.setattr(rxcache, "_table", None)
+    monkeypatch.setattr(rxcache, "_added", False)
+    return tmp_path
+
+
+def _package_patterns() -> list[tuple[str, int]]:
+    from test_regex_linear import _code_patterns
+
+    return [(p.pattern, p.flags) for p, _ in _code_patterns().values() if isinstance(p.pattern, str)]
+
+
+def test_cold_and_warm_equal_re_compile(fresh, monkeypatch):
+    pats = _package_patterns() + [(r"(?i)(?P<a>x)(?P=a)|y", 0), (r"^a.b$", re.M | re.S), (r"[\u00e9-\u00ff]+", 0)]
+    assert len(pats) > 50
+    cold = [rxcache.compile(p, f) for p, f in pats]
+    rxcache._save()
+    assert (fresh / "regex.marshal").exists()
+    monkeypatch.setattr(rxcache, "_table", None)
+    monkeypatch.setattr(rxcache, "_added", False)
+    warm = [rxcache.compile(p, f) for p, f in pats]
+    assert rxcache._table  # the second pass was served from the file
+    for (p, f), c, w in zip(pats, cold, warm):
+        want = re.compile(p, f)
+        assert c == want and w == want, p  # Pattern equality: pattern, flags and the compiled program
+        assert w.groupindex == want.groupindex and w.groups == want.groups
+
+
+def test_bad_pattern_raises_like_re(fresh):
+    with pytest.raises(re.error):
+        rxcache.compile("(unclosed")
+
+
+def test_damaged_or_foreign_file_falls_back(fresh, monkeypatch):
+    (fresh / "regex.marshal").write_bytes(b"\x00garbage")
+    assert rxcache.compile(r"\d+x") == re.compile(r"\d+x")
+    # an entry written by another interpreter (other key) is ignored, not trusted
+    (fresh / "regex.marshal").write_bytes(marshal.dumps(("other", {(r"\d+x", 0): (0, [1], 0, {}, ())})))
+    monkeypatch.setattr(rxcache, "_table", None)
+    assert rxcache.compile(r"\d+x").match("12x")
+    # a damaged entry under the right key is dropped and the pattern compiled as usual
+    monkeypatch.setattr(rxcache, "_table", {(r"\d+y", 0): (0, [999999], 0, {}, ())})
+    assert rxcache.compile(r"\d+y") == re.compile(r"\d+y")
+
+
+def test_explain_writes_then_uses_the_cache(tmp_path):
+    fixture = ROOT / "fixtures" / "journals" / "lmdeploy-activation_oom-runtime-mem" / "journal.log"
+    env = {"LOGDOCTOR_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "logdoctor", "explain", "--no-history", "--format", "json", str(fixture)]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert (tmp_path / "regex.marshal").stat().st_size > 0
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    off = subprocess.run(cmd, capture_output=True, text=True, env={**env, "LOGDOCTOR_NO_RXCACHE": "1"}, cwd=ROOT)
+    assert first.returncode == second.returncode == off.returncode
+    assert first.stdout == second.stdout == off.stdout and first.stdout
