@@ -55,11 +55,11 @@ def test_damaged_or_foreign_file_falls_back(fresh, monkeypatch):
     (fresh / "regex.marshal").write_bytes(b"\x00garbage")
     assert rxcache.compile(r"\d+x") == re.compile(r"\d+x")
     # an entry written by another interpreter (other key) is ignored, not trusted
-    (fresh / "regex.marshal").write_bytes(marshal.dumps(("other", {(r"\d+x", 0): (0, [1], 0, {}, ())})))
+    (fresh / "regex.marshal").write_bytes(marshal.dumps(("other", {(r"\d+x", 0): (0, b"\x01\x00\x00\x00", 0, {}, ())})))
     monkeypatch.setattr(rxcache, "_table", None)
     assert rxcache.compile(r"\d+x").match("12x")
     # a damaged entry under the right key is dropped and the pattern compiled as usual
-    monkeypatch.setattr(rxcache, "_table", {(r"\d+y", 0): (0, [999999], 0, {}, ())})
+    monkeypatch.setattr(rxcache, "_table", {(r"\d+y", 0): (0, b"\x3f\x42\x0f\x00", 0, {}, ())})
     assert rxcache.compile(r"\d+y") == re.compile(r"\d+y")
 
 
