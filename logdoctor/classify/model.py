@@ -23,6 +23,8 @@ import math
 import zlib
 from pathlib import Path
 
+from logdoctor.classify.packed import weights
+
 FORMAT = "logdoctor.classifier/v1"
 
 
@@ -80,7 +82,7 @@ class Model:
         self.n_buckets = int(data["n_buckets"])
         self.classes: list[str] = list(data["classes"])
         self.intercepts: list[float] = [float(v) for v in data["intercepts"]]
-        self.weights: dict[int, list[float]] = dict(zip(data["buckets"], data["coef"]))
+        self.weights = weights(data, len(self.classes))  # "coef" may come packed (classify/packed.py)
         self.temperature = float(data.get("temperature", 1.0))
         self.threshold = float(data.get("threshold", 0.5))
         self.feature_version = int(data["feature_version"])

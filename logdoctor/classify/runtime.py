@@ -248,8 +248,9 @@ def _evidence(a) -> list[tuple[int, str]]:
 
 @lru_cache(maxsize=4)
 def _load(path: str, mtime: float):
+    from logdoctor.classify.packed import pack
     from logdoctor.matching.cache import cached_json  # a marshal copy keyed by content: no 0.5 MB JSON parse
-    data = cached_json(path)
+    data = cached_json(path, pack=pack, tag="model")
     assert isinstance(data, dict), f"{path}: not a model"
     model = Model(data)
     if model.feature_version != FEATURE_VERSION:

@@ -128,14 +128,15 @@ def _store(path: Path, entry: dict) -> None:
         pass    # read-only home, full disk: the next run parses again
 
 
-def cached_json(path) -> object:
+def cached_json(path, pack=None, tag: str = "json") -> object:
     """A JSON file (the classifier model: 0.5 MB, ~10-18 ms to parse) through a marshal copy keyed by the file's
-    content hash in the same cache folder (under 1 ms to load); any problem with the copy means parsing the JSON."""
+    content hash in the same cache folder (under 1 ms to load); any problem with the copy means parsing the JSON.
+    `pack` turns the parsed value into the form kept (and returned); `tag` names the copy ("json-", "model-")."""
     import json
     import marshal
     data = Path(path).read_bytes()
     key = _blake2b(data).hexdigest()
-    cpath = cache_dir() / f"json-{key}.marshal"
+    cpath = cache_dir() / f"{tag}-{key}.marshal"
     try:
         with open(cpath, "rb") as fh:
             return marshal.load(fh)
@@ -144,6 +145,8 @@ def cached_json(path) -> object:
     except Exception:  # noqa: BLE001 - a damaged copy is rebuilt
         pass
     value = json.loads(data)
+    if pack is not None:
+        value = pack(value)
     try:
         cpath.parent.mkdir(parents=True, exist_ok=True)
         tmp = cpath.with_suffix(f".{os.getpid()}.tmp")
