@@ -37,6 +37,8 @@ _LONE_EXC = rxcache.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exi
 
 @dataclass(slots=True)
 class Frame:
+    """One traceback frame: file, line, function and the quoted source line."""
+
     file: str
     line: int
     func: str

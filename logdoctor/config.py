@@ -16,6 +16,8 @@ _ENV = rxcache.compile(r"\b(CUDA_VISIBLE_DEVICES|NCCL_[A-Z_]+|SGLANG_[A-Z_]+|VLL
 
 @dataclass
 class Config:
+    """The engine's configuration as logged: raw flags, the levers they set, the environment."""
+
     engine: str
     raw: dict[str, object] = field(default_factory=dict)
     levers: dict[str, object] = field(default_factory=dict)

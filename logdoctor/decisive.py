@@ -39,6 +39,8 @@ _CHECK_FAILED = rxcache.compile(r"^(?:Failed: )?Cuda (?:error|failure) \S+:\d+ '
 
 @dataclass
 class Decisive:
+    """The blocks an attempt's verdict rests on: fatal ones, a cut traceback, per-request errors."""
+
     fatal: list[Block] = field(default_factory=list)      # complete fatal blocks, input order
     cut: Block | None = None                              # a traceback cut before its exception line
     cut_reason: str | None = None                         # "inside a traceback" | "traceback without its exception line"

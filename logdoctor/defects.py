@@ -32,6 +32,8 @@ _DEFAULTISH = {None, False, "", "auto", "none", "None", "disabled", "full"}
 
 @dataclass
 class Defect:
+    """An engine bug's signature: the exception and the engine frame it was raised in."""
+
     exc: str                       # "AttributeError: 'NoneType' object has no attribute 'new_empty'"
     line: int
     func: str

@@ -11,6 +11,8 @@ SCHEMA = "logdoctor.diagnosis/v1"
 
 @dataclass
 class FixStep:
+    """One remediation step: set a lever's flag from its current value to a new one."""
+
     lever: str
     flag: str
     from_: object
@@ -24,12 +26,16 @@ class FixStep:
 
 @dataclass
 class Evidence:
+    """A log line quoted as evidence, with its 1-based input line number."""
+
     line: int
     text: str
 
 
 @dataclass
 class Diagnosis:
+    """The verdict `explain` reports: cause, phase, confidence, evidence, fixes and attempts."""
+
     engine: str
     engine_version: str | None
     failed: bool

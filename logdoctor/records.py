@@ -96,6 +96,8 @@ class Unparsed:
 
 @dataclass(slots=True)
 class ReadResult:
+    """What reading gave: the records, counts, the lines no format parsed, and warnings."""
+
     records: list[Record]
     stats: Stats
     unparsed: list[Unparsed] = field(default_factory=list)

@@ -24,6 +24,8 @@ _STOP_TIMEOUT = rxcache.compile(r"State 'stop[\w-]*' timed out|Failed with resul
 
 @dataclass
 class Hang:
+    """A server that stopped answering while serving: where it began and the lines that show it."""
+
     first_line: int
     evidence: list[tuple[int, str]] = field(default_factory=list)
     stop_timed_out: bool = False

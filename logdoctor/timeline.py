@@ -112,6 +112,8 @@ class SystemdVerdict(TypedDict, total=False):
 
 @dataclass(slots=True)
 class Event:
+    """One dated happening in an attempt: a marker, a death, a systemd or a kernel line."""
+
     line: int
     kind: EventKind                # vocab.EVENT_KINDS: marker | death | systemd | kernel
     name: str
@@ -124,6 +126,8 @@ class Event:
 
 @dataclass(slots=True)
 class PhaseSpan:
+    """The lines (and times) a rank or attempt spent in one phase."""
+
     phase: str
     start_line: int
     end_line: int
@@ -140,6 +144,8 @@ class PhaseSpan:
 
 @dataclass(slots=True)
 class RankView:
+    """One rank's phases and where it was when the attempt ended."""
+
     rank: str
     phases: list[PhaseSpan] = field(default_factory=list)
     phase: str | None = None       # where the rank is (or was when it died)
@@ -152,6 +158,8 @@ class RankView:
 
 @dataclass(slots=True)
 class Attempt:
+    """One start of the server in the log, from launch to its end or the end of the input."""
+
     index: int
     start_line: int
     end_line: int
@@ -188,6 +196,8 @@ class Attempt:
 
 @dataclass(slots=True)
 class Timeline:
+    """The log as attempts, with the engine and version they ran."""
+
     engine: str
     engine_version: str | None
     attempts: list[Attempt]

@@ -15,6 +15,8 @@ from logdoctor.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDE
 
 @dataclass(frozen=True)
 class Marker:
+    """A named engine log line: the regex that spots it and the phase or edge it marks."""
+
     name: str
     pattern: str
     phase: str                 # the phase this line belongs to

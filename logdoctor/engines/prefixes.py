@@ -21,6 +21,8 @@ from logdoctor import rxcache
 
 @dataclass(slots=True)
 class Prefix:
+    """A log line's engine prefix taken apart: the body and the engine, level, time and rank."""
+
     body: str
     engine: str | None = None
     level: str | None = None

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(slots=True)
 class ExportEntry:
+    """One entry of `journalctl -o export` output with the input lines it spans."""
+
     fields: dict[str, str]
     first_line: int           # 1-based input line where the entry starts
     last_line: int

@@ -41,6 +41,8 @@ WRAPPERS = ("ray", "torchrun", "mpirun", "srun", "kubectl")
 
 @dataclass(slots=True)
 class Peeled:
+    """A line with its process manager's prefix (Ray, torchrun, mpirun, srun, kubectl ...) taken off."""
+
     body: str
     wrapper: str | None = None
     proc: str | None = None

@@ -17,6 +17,8 @@ from logdoctor.vocab import XID_APP, XID_HARDWARE
 
 @dataclass
 class Hit:
+    """What a matched condition tree found: evidence lines, captures and how many leaves held."""
+
     evidence: list[tuple[int, str]] = field(default_factory=list)
     captures: dict[str, object] = field(default_factory=dict)
     leaves: int = 0

@@ -155,6 +155,8 @@ def combine(
 
 @dataclass(frozen=True)
 class Alternative:
+    """A runner-up cause with its confidence, shown beside the verdict."""
+
     cause: str
     confidence: float
 

@@ -40,6 +40,8 @@ def check_bundled(d: Path) -> None:
 
 @dataclass
 class Fix:
+    """A rule's fix: an operation on a lever, its value and bounds, why, and when it applies."""
+
     lever: str
     op: str
     value: object = None
@@ -51,6 +53,8 @@ class Fix:
 
 @dataclass
 class Rule:
+    """One rule file, loaded: its cause, engines, condition tree, fixes and examples."""
+
     id: str
     cause: str
     title: str

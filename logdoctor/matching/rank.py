@@ -17,6 +17,8 @@ from logdoctor.matching.loader import Rule
 
 @dataclass
 class Candidate:
+    """A rule that matched an attempt, with its hit and score."""
+
     rule: Rule
     hit: Hit
     score: float
