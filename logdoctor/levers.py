@@ -8,7 +8,6 @@ config dump or a command line back), its default, and the bounds that ``step`` r
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -216,6 +215,7 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         return repr(round(v, 6))
     if isinstance(v, (dict, list, tuple)):
+        import json  # here, not at import: a plain explain never formats a structured value (~1.5 ms)
         return json.dumps(v, separators=(",", ":"))
     return str(v)
 

@@ -18,7 +18,6 @@ coefficient matrix), temperature, threshold, threshold_criterion, training (case
 """
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from pathlib import Path
@@ -91,6 +90,7 @@ class Model:
 
     @classmethod
     def load(cls, path) -> Model:
+        import json  # explain loads the model through its marshal copy (classify/runtime.py), not here
         return cls(json.loads(Path(path).read_text(encoding="utf-8")))
 
     def logits(self, tokens) -> list[float]:

@@ -132,7 +132,6 @@ def cached_json(path, pack=None, tag: str = "json") -> object:
     """A JSON file (the classifier model: 0.5 MB, ~10-18 ms to parse) through a marshal copy keyed by the file's
     content hash in the same cache folder (under 1 ms to load); any problem with the copy means parsing the JSON.
     `pack` turns the parsed value into the form kept (and returned); `tag` names the copy ("json-", "model-")."""
-    import json
     import marshal
     data = Path(path).read_bytes()
     key = _blake2b(data).hexdigest()
@@ -144,6 +143,8 @@ def cached_json(path, pack=None, tag: str = "json") -> object:
         pass
     except Exception:  # noqa: BLE001 - a damaged copy is rebuilt
         pass
+    import json  # only on a miss: the copy is read without it
+
     value = json.loads(data)
     if pack is not None:
         value = pack(value)
