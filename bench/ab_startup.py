@@ -33,7 +33,7 @@ def main(argv: list[str]) -> None:
     env = dict(os.environ, LOGDOCTOR_CACHE_DIR=str(tmp / "cache"), LOGDOCTOR_HISTORY=str(tmp / "history.db"))
     py = sys.executable
     for tree in (ROOT, other):
-        subprocess.run([py, "-m", "compileall", "-q", str(tree / "logdoctor")], stdout=subprocess.DEVNULL)
+        subprocess.run([py, "-m", "compileall", "-q", "-f", str(tree / "logdoctor")], stdout=subprocess.DEVNULL)
     cmds = {"python -c pass": ([py, "-c", "pass"], tmp)}
     for name, tree in (("other", other), ("this", ROOT)):
         cmds[f"{name}: explain --no-history"] = ([py, "-m", "logdoctor", "explain", "--no-history", str(LOG)], tree)
