@@ -55,7 +55,7 @@ def _load() -> dict[tuple[str, int], tuple]:
             key, table = marshal.load(f)
         if key == _KEY and isinstance(table, dict):
             _table = table
-    except (OSError, EOFError, ValueError, TypeError):
+    except Exception:  # noqa: BLE001 - no file, a damaged one, no home directory: compile as usual
         pass
     atexit.register(_save)
     return _table
@@ -64,7 +64,10 @@ def _load() -> dict[tuple[str, int], tuple]:
 def _save() -> None:
     if not _added or _table is None:
         return
-    p = _path()
+    try:
+        p = _path()
+    except Exception:  # noqa: BLE001 - no home directory to keep it in
+        return
     tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
