@@ -41,7 +41,7 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
             return read_entries(iter_journal_entries(files=[str(source)]), raw.origin)
         if strict:
             check_bytes(raw.data, raw.origin)
-        return read_bytes(raw.data, raw.origin)
+        return read_bytes(raw.data, raw.origin, damage=raw.damage)
     if isinstance(source, str):
         data = source.encode("utf-8", "surrogateescape")
         if strict:
@@ -76,7 +76,9 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     attempts = [{"started_line": x.start_line, "phase": x.phase,
                  "cause": (c[0].cause if c else "unknown") if x.failed else None}
                 for x, c in per_attempt]
-    window = {"lines": res.stats.read, "start_seen": tl.start_seen}
+    window = {"lines": res.stats.read, "start_seen": tl.start_seen, "damage": res.stats.damage()}
+    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read
+        window["cut"] = f"input ends early ({res.stats.stopped})"
     d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
                   confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
                   attempts=attempts, window=window, origin=res.origin)

@@ -77,7 +77,7 @@ def _read(source, unit, since, boot, lines, journal_file, journal_dir):
         from logdoctor.sources.journal import iter_journal_entries
         return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
     check_bytes(raw.data, raw.origin)
-    res = read_bytes(raw.data, raw.origin)
+    res = read_bytes(raw.data, raw.origin, damage=raw.damage)
     if lines:
         keep = [r for r in res.records if r.line > res.stats.read - lines]
         res.records = keep

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from logdoctor.blocks import Block
+from logdoctor.limits import MATCH_CAP
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
 
@@ -133,7 +134,7 @@ def _search_lines(pats, lines, compiled, limit=3):
         rx = _rx(p, compiled)
         found = False
         for ln, text in lines:
-            m = rx.search(text)
+            m = rx.search(text, 0, MATCH_CAP)   # the cap bounds a near-miss line's cost (docs/reliability.md)
             if m:
                 hit.evidence.append((ln, text))
                 for k, v in m.groupdict().items():

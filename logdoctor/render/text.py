@@ -28,7 +28,8 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         out.append(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"))
         out.append(f"        {d.engine}" + (f" {d.engine_version}" if d.engine_version else "") +
                    f" · {d.window.get('lines', 0)} lines" +
-                   ("" if d.window.get("start_seen") else " · log starts after launch"))
+                   ("" if d.window.get("start_seen") else " · log starts after launch") +
+                   (f" · {d.window['cut']}: the verdict covers only the lines read" if d.window.get("cut") else ""))
     else:
         where = PHASE_WORDS.get(d.phase, d.phase)
         if d.cause == "unknown":
@@ -44,6 +45,8 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
             sub.append("log starts after launch: flags unknown (use -n 1000)")
         if len(d.attempts) > 1:
             sub.append(f"attempt {len(d.attempts)} of {len(d.attempts)} in this window")
+        if d.window.get("cut"):
+            sub.append(d.window["cut"])
         out.append("        " + " · ".join(sub))
     if d.evidence:
         out.append("")

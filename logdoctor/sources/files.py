@@ -1,15 +1,14 @@
 """Read a SOURCE (path or '-') into bytes, decompressing by content (magic bytes), not by file name."""
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import os
 import sys
-import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from logdoctor import limits
 from logdoctor.errors import InputError
+from logdoctor.intake import Damage
+from logdoctor.sources.archive import expand
 
 # A systemd journal file starts with this signature; it is read through the journal source, not as text.
 JOURNAL_MAGIC = b"LPKSHHRH"
@@ -19,7 +18,6 @@ _MAGICS = (
     (b"BZh", "bzip2"),
     (b"\x28\xb5\x2f\xfd", "zstd"),
 )
-MAX_INPUT_BYTES = 2 * 1024**3  # refuse to decompress beyond this (a decompression bomb is not a log)
 
 
 @dataclass(slots=True)
@@ -28,6 +26,7 @@ class RawInput:
     origin: str             # file name or "<stdin>"
     compression: str | None = None
     is_journal_file: bool = False
+    damage: Damage = field(default_factory=Damage)   # where a truncated/capped archive stopped (read_bytes reports it)
 
 
 def sniff_compression(head: bytes) -> str | None:
@@ -37,20 +36,14 @@ def sniff_compression(head: bytes) -> str | None:
     return None
 
 
-def decompress(data: bytes, kind: str, origin: str) -> bytes:
-    """Decompress whole-input data; corrupt or truncated archives raise InputError with one line."""
-    try:
-        if kind == "gzip":
-            return gzip.decompress(data)
-        if kind == "xz":
-            return lzma.decompress(data)
-        if kind == "bzip2":
-            return bz2.decompress(data)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
-        raise InputError(f"{origin}: corrupt or truncated {kind} data ({_short(exc)})") from None
+def decompress(data: bytes, kind: str, origin: str) -> tuple[bytes, str | None]:
+    """Streamed, capped decompression (sources/archive.py): (output, where it stopped early or None). Only an
+    archive that yields nothing raises InputError."""
     if kind == "zstd":
         raise InputError(f"{origin}: zstd-compressed input is not supported; decompress it first (zstd -dc FILE | logdoctor explain)")
-    raise InputError(f"{origin}: unknown compression {kind}")
+    if kind not in ("gzip", "xz", "bzip2"):
+        raise InputError(f"{origin}: unknown compression {kind}")
+    return expand(data, kind, origin, limits.EXPANDED_CAP)
 
 
 def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
@@ -82,15 +75,24 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
 
 def from_bytes(data: bytes, origin: str = "<bytes>") -> RawInput:
     compression = None
+    dmg = Damage()
     for _ in range(3):  # e.g. a .tar is not handled, but gzip-of-xz is
         kind = sniff_compression(data[:8])
         if kind is None:
             break
         compression = kind if compression is None else f"{compression}+{kind}"
-        data = decompress(data, kind, origin)
-        if len(data) > MAX_INPUT_BYTES:
-            raise InputError(f"{origin}: decompresses to more than {MAX_INPUT_BYTES >> 30} GiB; not a log")
-    return RawInput(data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC))
+        data, stopped = decompress(data, kind, origin)
+        if stopped:
+            lines = data.count(b"\n")
+            dmg.stopped = f"{stopped}, inside line {lines + 1}"
+            if "cap" in stopped:
+                dmg.notes.append(f"{origin}: {stopped}; diagnosing the first {limits.human(len(data))} only"
+                                 " (to diagnose the end instead: zcat FILE | tail -n 100000 | logdoctor explain)")
+            else:
+                dmg.notes.append(f"{origin}: {stopped}; diagnosing the {lines} lines read before"
+                                 " it stopped")
+    return RawInput(data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC),
+                    damage=dmg)
 
 
 def _short(exc: BaseException) -> str:
