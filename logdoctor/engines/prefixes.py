@@ -31,7 +31,10 @@ class Prefix:
 
 _SGL = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
-_VTAG = re.compile(r"^\((?P<tag>[A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)*)\) ")
+# One flat class, checked by _tag_ok: the nested form [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* backtracks exponentially
+# on "(" + "_" * 40 (found by fuzz/run.py prefix), since "_" is both a separator and a word character.
+_VTAG = re.compile(r"\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
+_MAX_VTAGS = 8   # vLLM nests at most three, (APIServer) (EngineCore_0) (VllmWorker TP0); more is not a prefix
 _VLVL = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
     r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
@@ -125,14 +128,16 @@ def _vllm(p: Prefix) -> None:
     """Peel nested (Tag ...) groups; the innermost names the writing process."""
     rest = p.body
     tags: list[str] = []
-    while rest.startswith("("):
-        m = _VTAG.match(rest)
-        if not m:
+    pos = 0
+    while rest.startswith("(", pos) and len(tags) < _MAX_VTAGS:
+        m = _VTAG.match(rest, pos)
+        if not m or not _tag_ok(m.group("tag")):
             break
         tags.append(m.group("tag"))
-        rest = rest[m.end():]
+        pos = m.end()
     if not tags:
         return
+    rest = rest[pos:]
     p.engine = "vllm"
     inner = tags[-1]
     parts = inner.split()
@@ -148,6 +153,18 @@ def _vllm(p: Prefix) -> None:
         p.level, p.ts, p.src = _level(m.group("level")), m.group("ts"), m.group("src") or m.group("src2")
         rest = rest[m.end():]
     p.body = rest
+
+
+def _tag_ok(tag: str) -> bool:
+    """What the old nested pattern accepted: words joined by single spaces, no "=" before the first " " or "_"
+    separator (after the first character), no trailing space."""
+    if "  " in tag or tag.endswith(" "):
+        return False
+    eq = tag.find("=")
+    if eq < 0:
+        return True
+    seps = [i for i in (tag.find(" ", 1), tag.find("_", 1)) if i > 0]
+    return bool(seps) and min(seps) < eq
 
 
 def _vllm_rank(name: str, kv: dict[str, str], bare: list[str]) -> str | None:
