@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from logdoctor.errors import RuleError
+from logdoctor.limits import RULE_FILE_CAP, human
 
 CAUSES = ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault", "distributed_init",
           "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch", "illegal_memory_access",
@@ -101,6 +102,10 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
 def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > RULE_FILE_CAP:   # rule folders come from other teams: data of bounded size, never code
+            raise RuleError(f"{path}: rule file is {size} bytes (limit {human(RULE_FILE_CAP)}); a rule is a few KiB"
+                            " of YAML")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read rule file ({exc})") from None
