@@ -161,6 +161,7 @@ def docs_cmd(out):
     """Write the rule catalogue (markdown) generated from rule metadata."""
     text = catalogue_markdown(load_rules(()))
     if out:
-        Path(out).write_text(text)
+        from logdoctor.atomic import write_text
+        write_text(out, text)
     else:
         click.echo(text, nl=False)
