@@ -55,9 +55,9 @@ def detect_encoding(head: bytes) -> str:
     return "utf-8"
 
 
-def sniff(data: bytes, origin: str) -> None:
+def sniff(data: bytes, origin: str, *, partial: bool = False) -> None:
     """Refuse input that is not text at all, with one line that says why and what to do. Everything else passes:
-    damage inside a text log is repaired by `repair`, not refused."""
+    damage inside a text log is repaired by `repair`, not refused. `partial`: data is only the start of the input."""
     enc = detect_encoding(data[:limits.SNIFF_BYTES])
     if enc != "utf-8":
         return  # decoded by repair(); a BOM is a statement that this is text
@@ -65,7 +65,9 @@ def sniff(data: bytes, origin: str) -> None:
     if data[:1] == b"\x00":
         m = _NOT_NUL.search(data)
         if m is None:
-            raise InputError(f"{origin}: binary data ({len(data)} NUL bytes and nothing else), not a text log")
+            what = f"only NUL bytes in its first {limits.human(len(data))}" if partial else \
+                f"{len(data)} NUL bytes and nothing else"
+            raise InputError(f"{origin}: binary data ({what}), not a text log")
         start = m.start()
     head = data[start:start + limits.SNIFF_BYTES].replace(b"\x00", b"")
     ctrl = len(head) - len(head.translate(None, _CTRL))

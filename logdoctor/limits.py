@@ -18,6 +18,10 @@ MATCH_CAP = 8 * 1024
 # the part read so far is diagnosed and a warning says where it stopped.
 EXPANDED_CAP = 256 * 1024 * 1024
 
+# A source is read whole, but its first EARLY_SNIFF bytes are checked first, so an endless binary stream
+# (/dev/zero, `cat /dev/urandom |`) is refused before it fills memory.
+EARLY_SNIFF = 1024 * 1024
+
 # How many bytes of the start are sampled to tell text from binary junk and to detect the encoding.
 SNIFF_BYTES = 64 * 1024
 

@@ -30,6 +30,8 @@ MID = 45  # a line in the middle of SEED (0-based index of the inserted line)
 ROWS: dict[str, tuple[int, list[str], bool]] = {
     "binary-junk": (2, ["logdoctor: junk.bin: binary data (2202 control bytes in a 19924-byte sample), not a text log"
                         " — for a systemd .journal file use --journal-file PATH"], False),
+    "endless-binary": (2, ["logdoctor: /dev/zero: binary data (only NUL bytes in its first 1 MiB), not a text log"],
+                       False),
     "invalid-utf8": (1, ["logdoctor: warning: latin1.log: 2 invalid UTF-8 bytes replaced with U+FFFD"], True),
     "nul-one": (1, ["logdoctor: warning: nul.log: 1 NUL byte replaced (first at line 46; each run by one U+FFFD)"],
                 True),
@@ -115,6 +117,16 @@ def _same_verdict_as_clean(out: str) -> None:
 def test_row_binary_junk(tmp_path):
     (tmp_path / "junk.bin").write_bytes(random.Random(14).randbytes(20000))
     check_row("binary-junk", *cli(["explain", "junk.bin"], tmp_path))
+
+
+def test_row_endless_binary(tmp_path):
+    """/dev/zero as SOURCE, and endless random bytes on stdin: refused after the first MiB, not read forever."""
+    check_row("endless-binary", *cli(["explain", "/dev/zero"], tmp_path, timeout=60))
+    with open("/dev/urandom", "rb") as rnd:
+        p = subprocess.run([sys.executable, "-m", "logdoctor", "explain"], stdin=rnd, capture_output=True, cwd=tmp_path,
+                           env=_env(), timeout=60)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.startswith("logdoctor: <stdin>: binary data (") and len(err.splitlines()) == 1
 
 
 def test_row_invalid_utf8(tmp_path):

@@ -41,12 +41,38 @@ def _pending(d, kind: str) -> bytes | None:
     return b"" if not d.needs_input and not d.eof else None
 
 
-class Expansion:
-    """Iterate the decompressed chunks of `data` (every concatenated member/stream), at most `cap` bytes in all;
-    after the iteration `stopped` says why the output ended early (truncated or corrupt data, or the cap), or is
-    None when the archive was read whole. A streaming reader consumes the chunks; `expand` collects them."""
+class Stream:
+    """A file's first bytes plus the rest still unread, so that decompression reads a pipe or a file chunk by chunk
+    and stops at the cap (`gzip < /dev/zero | logdoctor explain` ends). Indexing sees the first bytes only (magic)."""
 
-    def __init__(self, data: bytes, kind: str, cap: int = limits.EXPANDED_CAP):
+    def __init__(self, head: bytes, fh):
+        self.head, self.fh = head, fh
+
+    def __getitem__(self, index):
+        return self.head[index]
+
+    def chunks(self):
+        yield self.head
+        while True:
+            chunk = self.fh.read(_FEED)
+            if not chunk:
+                return
+            yield chunk
+
+
+def _chunks(data):
+    if isinstance(data, Stream):
+        return data.chunks()
+    return (data[pos:pos + _FEED] for pos in range(0, len(data), _FEED))
+
+
+class Expansion:
+    """Iterate the decompressed chunks of `data` (bytes or a Stream; every concatenated member/stream), at most `cap`
+    bytes in all; after the iteration `stopped` says why the output ended early (truncated or corrupt data, or the
+    cap), or is None when the archive was read whole. A streaming reader consumes the chunks; `expand` collects
+    them."""
+
+    def __init__(self, data, kind: str, cap: int = limits.EXPANDED_CAP):
         self.data, self.kind, self.cap = data, kind, cap
         self.size = 0
         self.stopped: str | None = None
@@ -56,13 +82,12 @@ class Expansion:
 
     def __iter__(self):
         kind, cap = self.kind, self.cap
-        rest = self.data
-        while rest:
+        feed = _chunks(self.data)
+        buf = next(feed, b"")
+        while buf:
             d = _decompressor(kind)
-            pos = 0
             try:
-                for pos in range(0, len(rest), _FEED):
-                    buf = rest[pos:pos + _FEED]
+                while True:
                     while True:   # drain: max_length keeps each chunk (and the overshoot of the cap) small
                         chunk = _step(d, kind, buf, min(_CHUNK, cap - self.size))
                         if chunk:
@@ -76,24 +101,33 @@ class Expansion:
                         buf = pend
                     if self.size >= cap or d.eof:
                         break
+                    buf = next(feed, None)
+                    if buf is None:
+                        break
             except _ERRORS as exc:
                 self.stopped = f"corrupt {kind} data{self._after()} ({_short(exc)})"
                 return
-            if self.size >= cap and not (d.eof and not d.unused_data.strip(b"\x00") and pos + _FEED >= len(rest)):
-                self.stopped = f"stopped at the {limits.human(cap)} cap on decompressed size"
-                return
             if not d.eof:
-                self.stopped = f"the {kind} data is truncated" + (f" (ends{self._after()})" if self.size else "")
+                self.stopped = (f"stopped at the {limits.human(cap)} cap on decompressed size" if self.size >= cap
+                                else f"the {kind} data is truncated" + (f" (ends{self._after()})" if self.size else ""))
                 return
             # the next member/stream (gzip -c a b > c.gz, pigz, rotated logs concatenated)
-            rest = d.unused_data + rest[pos + _FEED:]
+            buf = d.unused_data
+            while len(buf) < 8:
+                more = next(feed, None)
+                if more is None:
+                    break
+                buf += more
             if kind == "gzip":
-                rest = rest.lstrip(b"\x00")   # zero padding after the last member
-            if rest and not rest.startswith(_MAGIC[kind]):
+                buf = buf.lstrip(b"\x00")   # zero padding after the last member
+            if buf and not buf.startswith(_MAGIC[kind]):
                 return  # trailing garbage after a complete archive: ignored, as gzip -d does
+            if buf and self.size >= cap:
+                self.stopped = f"stopped at the {limits.human(cap)} cap on decompressed size"
+                return
 
 
-def expand(data: bytes, kind: str, origin: str, cap: int = limits.EXPANDED_CAP) -> tuple[bytearray, str | None]:
+def expand(data, kind: str, origin: str, cap: int = limits.EXPANDED_CAP) -> tuple[bytearray, str | None]:
     """All of an Expansion in one bytearray (grown in place, so the peak stays near the output size, not twice it).
     Raises InputError only when nothing came out."""
     exp = Expansion(data, kind, cap)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from logdoctor import limits
 from logdoctor.errors import InputError
-from logdoctor.intake import Damage
-from logdoctor.sources.archive import expand
+from logdoctor.intake import Damage, sniff
+from logdoctor.sources.archive import Stream, expand
 
 # A systemd journal file starts with this signature; it is read through the journal source, not as text.
 JOURNAL_MAGIC = b"LPKSHHRH"
@@ -51,17 +51,16 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
     if source is None or str(source) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         try:
-            data = stream.read()
+            return from_bytes(read_checked(stream, "<stdin>"), "<stdin>")
         except OSError as exc:
             raise InputError(f"cannot read stdin: {_short(exc)}") from None
-        origin = "<stdin>"
     else:
         origin = str(source)
         try:
             if os.path.isdir(origin):
                 raise InputError(f"{origin}: is a directory (use --journal-dir for a journal directory)")
-            with open(origin, "rb") as fh:
-                data = fh.read()
+            with open(origin, "rb") as fh:   # a compressed file is decompressed while it is read
+                return from_bytes(read_checked(fh, origin), origin)
         except InputError:
             raise
         except FileNotFoundError:
@@ -70,10 +69,24 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
             raise InputError(f"{origin}: permission denied") from None
         except OSError as exc:
             raise InputError(f"{origin}: cannot read ({_short(exc)})") from None
-    return from_bytes(data, origin)
 
 
-def from_bytes(data: bytes, origin: str = "<bytes>") -> RawInput:
+def read_checked(fh, origin: str) -> bytes | Stream:
+    """Read a stream whole, but look at its first MiB before reading on: `cat /dev/urandom | logdoctor explain`
+    or `logdoctor explain /dev/zero` is refused at once instead of filling memory."""
+    head = fh.read(limits.EARLY_SNIFF)
+    if len(head) < limits.EARLY_SNIFF:
+        return head
+    if sniff_compression(head[:8]) is not None:
+        return Stream(head, fh)   # decompressed as it is read, up to the cap (gzip < /dev/zero | logdoctor explain)
+    if not head.startswith(JOURNAL_MAGIC):
+        from logdoctor.formats.journal_export import looks_like_export
+        if not looks_like_export(head):
+            sniff(head, origin, partial=True)
+    return head + fh.read()
+
+
+def from_bytes(data: bytes | Stream, origin: str = "<bytes>") -> RawInput:
     compression = None
     dmg = Damage()
     for _ in range(3):  # e.g. a .tar is not handled, but gzip-of-xz is
