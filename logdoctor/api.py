@@ -52,7 +52,13 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
         lines = [l[:-1] if l.endswith("\n") else l for l in lines]
         if strict and not any(l.strip() for l in lines):
             raise InputError("empty input — no log lines")
-        return read_lines(lines, "<lines>")
+        from logdoctor.intake import repair_lines
+        lines, dmg = repair_lines(lines)
+        res = read_lines(lines, "<lines>")
+        res.stats.nul_bytes, res.stats.cut_lines, res.stats.cut_bytes, res.stats.long_lines = \
+            dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines
+        res.warnings += dmg.notes
+        return res
     raise UsageError(f"cannot read a log from {type(source).__name__}")
 
 

@@ -133,3 +133,31 @@ def _cut_long_lines(data: bytes, dmg: Damage) -> bytes:
         return data
     parts.append(data[pos:])
     return b"".join(parts)
+
+
+def repair_lines(lines: list[str], origin: str = "<lines>") -> tuple[list[str], Damage]:
+    """The same policy for lines given as text (the API's iterable source): NULs replaced, over-long lines cut
+    (at LINE_CAP characters)."""
+    dmg = Damage()
+    out = lines
+    for i, line in enumerate(lines):
+        if "\x00" in line or len(line) > limits.LINE_CAP:
+            if out is lines:
+                out = list(lines)
+            if "\x00" in line:
+                dmg.nul_bytes += line.count("\x00")
+                line = re.sub("\x00+", "\ufffd", line)
+            if len(line) > limits.LINE_CAP:
+                dmg.cut_lines += 1
+                dmg.cut_bytes += len(line) - limits.LINE_CAP
+                dmg.longest_line = max(dmg.longest_line, len(line))
+                dmg.first_cut_line = dmg.first_cut_line or i + 1
+                line = line[:limits.LINE_CAP] + f" \u2026[{len(line) - limits.LINE_CAP} characters cut]"
+            out[i] = line
+        if len(line) > limits.MATCH_CAP:
+            dmg.long_lines += 1
+    if dmg.nul_bytes:
+        dmg.notes.append(f"{origin}: {dmg.nul_bytes} NUL characters replaced")
+    if dmg.cut_lines:
+        dmg.notes.append(f"{origin}: {dmg.cut_lines} lines longer than {limits.LINE_CAP} characters cut")
+    return out, dmg

@@ -433,3 +433,17 @@ def test_every_row_has_a_test():
     names = {n for n in globals() if n.startswith("test_row_")}
     missing = [row for row in ROWS if "test_row_" + re.sub(r"\W", "_", row) not in names]
     assert not missing, missing
+
+
+# ---------------------------------------------------------------------------------------------------- the Python API
+
+def test_api_applies_the_same_policy():
+    """diagnose() on bytes, text and an iterable of lines: the same repairs and counts as the CLI, never a raise."""
+    import logdoctor
+    lines = GOOD.decode().splitlines()
+    bad = lines[:MID] + ["x\x00y" + "z" * 2_000_000] + lines[MID:]
+    for source in (bad, "\n".join(bad), "\n".join(bad).encode(), "\n".join(bad).encode("utf-16")):
+        d = logdoctor.diagnose(source)
+        dmg = d.to_dict()["window"]["damage"]
+        assert d.cause == "kv_cache_oom", type(source)
+        assert dmg["nul_bytes"] == 1 and dmg["cut_lines"] == 1 and dmg["long_lines"] == 1, (type(source), dmg)
