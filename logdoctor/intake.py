@@ -59,8 +59,8 @@ def sniff(data: bytes, origin: str, *, partial: bool = False) -> None:
     """Refuse input that is not text at all, with one line that says why and what to do. Everything else passes:
     damage inside a text log is repaired by `repair`, not refused. `partial`: data is only the start of the input."""
     enc = detect_encoding(data[:limits.SNIFF_BYTES])
-    if enc != "utf-8":
-        return  # decoded by repair(); a BOM is a statement that this is text
+    if enc not in ("utf-8", "utf-8-sig"):   # judge the text repair() will decode, not its UTF-16 bytes
+        data = data[:2 * limits.SNIFF_BYTES].decode(enc, "replace").encode("utf-8", "replace")
     start = 0
     if data[:1] == b"\x00":
         m = _NOT_NUL.search(data)
