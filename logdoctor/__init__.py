@@ -11,10 +11,18 @@ __version__ = "0.1.0"
 from logdoctor.errors import InputError, LogdoctorError, RuleError, UsageError  # noqa: E402
 
 
-def diagnose(source, engine: str = "auto", history=None, rules=()):
-    """Diagnose a log (text, bytes, path or iterable of lines); see design.md for the Diagnosis fields."""
+def diagnose(source, engine: str = "auto", history=None, rules=(), *, unit=None, host=None):
+    """Diagnose a log (text, bytes, path or iterable of lines); see design.md for the Diagnosis fields.
+    history: None (off), True (the default store), a path or a logdoctor.history.History (docs/hook.md)."""
     from logdoctor.api import diagnose as _diagnose
-    return _diagnose(source, engine=engine, history=history, rules=rules)
+    return _diagnose(source, engine=engine, history=history, rules=rules, unit=unit, host=host)
 
 
-__all__ = ["diagnose", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]
+def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=None, history=None, **kw):
+    """Follow a unit until it is ready or has failed (or timeout seconds pass); returns a WatchResult whose
+    .outcome is ready | failed | timeout and which reads like the Diagnosis (.cause, .fixes, .to_dict())."""
+    from logdoctor.watching import watch as _watch
+    return _watch(unit, timeout=timeout, health_url=health_url, journal=journal, history=history, **kw)
+
+
+__all__ = ["diagnose", "watch", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]

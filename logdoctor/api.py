@@ -63,17 +63,30 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
 
 
 def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
-             loaded_rules: list[Rule] | None = None, classifier="default") -> Diagnosis:
+             loaded_rules: list[Rule] | None = None, classifier="default", unit: str | None = None,
+             host: str | None = None) -> Diagnosis:
+    """history: None (off), True (the default store), a path, or a logdoctor.history.History; with a history the
+    verdict reasons across earlier attempts (crossattempt.py) and the window's attempts are recorded."""
     res = source if isinstance(source, ReadResult) else read_any(source)
     if classifier == "default":   # the shipped model, as `explain` uses it (None: rules only)
         from logdoctor.classify.runtime import load_default
         classifier = load_default()
     rule_set = loaded_rules if loaded_rules is not None else load_rules(tuple(rules))
     tl = build(res.records, engine)
-    return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+    if history is None or history is False:
+        return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+    from logdoctor.crossattempt import diagnose_with_history
+    from logdoctor.history import History, open_history
+    store = open_history(history)
+    try:
+        return diagnose_with_history(tl, res, rule_set, classifier=classifier, history=store, unit=unit, host=host)
+    finally:
+        if not isinstance(history, History):
+            store.close()
 
 
-def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None) -> Diagnosis:
+def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None,
+                      tried_extra: dict | None = None) -> Diagnosis:
     per_attempt: list[tuple[Attempt, list[Candidate]]] = []
     for a in tl.attempts:
         cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
@@ -123,7 +136,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     d.evidence = _evidence(win, a)
     vars_ = _vars(win, a, tl)
     d.explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
-    d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl)
+    d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     d.actions = [_fill(x, vars_) for x in win.rule.actions]
     d.no_flag_change = win.rule.no_flag_change
     if not a.config.known:

@@ -48,6 +48,10 @@ def main() -> None:
     """Diagnose why an LLM inference server (SGLang, vLLM, ...) failed to start."""
 
 
+from logdoctor.commands.history import history_options as _history_options  # noqa: E402
+from logdoctor.commands.history import open_from_options as _open_history  # noqa: E402
+
+
 def _source_options(f):
     f = click.option("--journal-dir", type=click.Path(), help="read journal files in DIR")(f)
     f = click.option("--journal-file", multiple=True, type=click.Path(), help="read a journal file (repeatable)")(f)
@@ -103,7 +107,9 @@ def _emit_warnings(res, stats: bool) -> None:
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(), help="extra rule folder (overrides by id)")
 @click.option("--stats", is_flag=True, help="line accounting on stderr")
 @click.option("-v", "--verbose", is_flag=True, help="timeline, all candidate rules and scores")
-def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose):
+@_history_options
+def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose,
+            history_path, no_history):
     """Say why the service failed, show the evidence, and propose the next flag change.
 
     Exit codes: 0 no failure · 1 failure with a known cause · 3 failure, cause unknown · 2 input/usage error ·
@@ -116,7 +122,13 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
     _emit_warnings(res, stats)
     rules = load_rules(tuple(rule_dirs))
     tl = build(res.records, engine)
-    d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    store = _open_history(history_path, no_history)
+    if store is None:
+        d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+    else:
+        from logdoctor.crossattempt import diagnose_with_history
+        with store:
+            d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
     if fmt == "json":
         click.echo(json.dumps(d.to_dict(), indent=2, default=str))
     elif fmt == "markdown":
@@ -160,3 +172,19 @@ main.add_command(_eval_cmd.eval_cmd)
 from logdoctor.commands import train as _train_cmd  # noqa: E402
 
 main.add_command(_train_cmd.train_cmd)
+
+from logdoctor.commands import history as _history_cmd  # noqa: E402
+
+main.add_command(_history_cmd.history)
+
+from logdoctor.commands import fix as _fix_cmd  # noqa: E402
+
+main.add_command(_fix_cmd.fix_cmd)
+
+from logdoctor.commands import watch as _watch_cmd  # noqa: E402
+
+main.add_command(_watch_cmd.watch_cmd)
+
+from logdoctor.commands import notify as _notify_cmd  # noqa: E402
+
+main.add_command(_notify_cmd.notify_cmd)

@@ -50,6 +50,7 @@ class Diagnosis:
     candidates: list[dict] = field(default_factory=list)
     no_flag_change: bool = False
     origin: str = ""
+    history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
 
     @property
     def exit_code(self) -> int:
@@ -76,4 +77,5 @@ class Diagnosis:
             "config": dict(self.config),
             "attempts": list(self.attempts),
             "window": dict(self.window),
+            **({"history": dict(self.history)} if self.history is not None else {}),
         }

@@ -1,0 +1,296 @@
+"""Follow a unit during a deploy and return as soon as it is ready or has failed, with the diagnosis.
+
+The journal is followed with systemd-python: the unit's own lines (_SYSTEMD_UNIT=), systemd's lines about it
+(_PID=1 + UNIT=), its coredumps and the kernel's lines (Xid, OOM killer), from the unit's latest start. The live
+journal is waited on with sd_journal_wait(); journal files (a growing file, e.g. written by systemd-journal-remote)
+are polled, since sd-journal cannot wait on files opened by path.
+
+Ready: the engine's ready line (the timeline's ready marker), or HTTP 200 from health_url (polled with backoff).
+Failed: the timeline says the attempt failed (a systemd failure result, an engine death line, a fatal traceback);
+watch then reads on for a short grace period (until systemd's verdict on the process, at most `grace` seconds) so
+that the rest of the traceback and the kernel's lines are part of the diagnosis. Never blocks past `timeout`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from logdoctor.diagnosis import Diagnosis
+from logdoctor.errors import InputError, UsageError
+
+KERNEL_MATCH = "_TRANSPORT=kernel"
+_START_PREFIXES = ("Starting ", "Started ")
+
+
+@dataclass
+class Progress:
+    """What the status line shows."""
+
+    unit: str
+    elapsed: float
+    phase: str
+    ranks: dict = field(default_factory=dict)   # rank -> phase
+    lines: int = 0
+    health: str | None = None                   # last health-check result, e.g. "503", "refused"
+
+    def line(self, width: int = 0) -> str:
+        """The status line; with a width, the per-rank part is shortened first so the elapsed time stays visible."""
+        ranks = {r: p for r, p in self.ranks.items() if r != "main" or len(self.ranks) == 1}
+        per_rank = " · ".join(f"{r} {p or '-'}" for r, p in sorted(ranks.items()))
+        head = f"{self.unit}  {self.phase}"
+        tail = (f"  health {self.health}" if self.health else "") + f"  {self.elapsed:.0f}s"
+        if per_rank:
+            room = width - len(head) - len(tail) - 2 if width else len(per_rank)
+            if room < len(per_rank):
+                per_rank = per_rank[:max(0, room - 1)] + "…" if room > 8 else ""
+            if per_rank:
+                head += "  " + per_rank
+        line = head + tail
+        return line[-width:] if width and len(line) > width else line
+
+
+@dataclass
+class WatchResult:
+    """outcome: ready | failed | timeout. Attribute access falls through to the diagnosis (r.cause, r.fixes...)."""
+
+    unit: str
+    outcome: str
+    diagnosis: Diagnosis
+    elapsed: float
+    ready_by: str | None = None        # "log" (the engine's ready line) | "health" (health_url answered 200)
+    lines: int = 0
+
+    def __getattr__(self, name):
+        if name == "diagnosis":
+            raise AttributeError(name)
+        return getattr(self.diagnosis, name)
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == "timeout":
+            return 5
+        if self.outcome == "ready":
+            return 0
+        return self.diagnosis.exit_code
+
+    def to_dict(self) -> dict:
+        out = self.diagnosis.to_dict()
+        out["watch"] = {"unit": self.unit, "outcome": self.outcome, "elapsed": round(self.elapsed, 2),
+                        "ready_by": self.ready_by, "entries": self.lines}
+        return out
+
+
+class _Follower:
+    """Reads new matching entries from the journal (files, a directory, or the live system journal)."""
+
+    def __init__(self, unit: str, journal, since_us: int | None):
+        from logdoctor.sources import journal as sj
+        try:
+            from systemd import _reader as rmod
+        except ImportError:
+            raise InputError("logdoctor watch needs systemd-python (pip install systemd-python; it needs "
+                             "libsystemd-dev)") from None
+        self._norm = sj._python_entry            # noqa: SLF001  (one normalisation for every journal reader)
+        files, directory = _journal_arg(journal)
+        try:
+            if files:
+                sj._check_files(files)           # noqa: SLF001
+                self.r = rmod._Reader(0, None, files)
+                self.can_wait = False
+            elif directory:
+                sj._check_directory(directory)   # noqa: SLF001
+                self.r = rmod._Reader(0, directory, None)
+                self.can_wait = True
+            else:
+                sj._check_live(unit)             # noqa: SLF001
+                self.r = rmod._Reader(rmod.LOCAL_ONLY)
+                self.can_wait = True
+        except OSError as e:
+            raise InputError(f"cannot open the journal: {e.strerror or e}") from None
+        self.r.data_threshold = 0
+        groups = ((f"_SYSTEMD_UNIT={unit}",), ("_PID=1", f"UNIT={unit}"),
+                  ("MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1", f"COREDUMP_UNIT={unit}"), (KERNEL_MATCH,))
+        for i, g in enumerate(groups):
+            if i:
+                self.r.add_disjunction()
+            for term in g:
+                self.r.add_match(term)
+        if since_us is not None:
+            self.r.seek_realtime(since_us)
+        else:
+            self.r.seek_head()
+
+    def read(self) -> list[dict]:
+        out = []
+        try:
+            while self.r._next(1):
+                out.append(self._norm(self.r))
+        except OSError as e:
+            raise InputError(f"error reading the journal: {e.strerror or e}") from None
+        return out
+
+    def wait(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        if self.can_wait:
+            try:
+                self.r.wait(int(seconds * 1_000_000))
+                return
+            except OSError:
+                self.can_wait = False
+        time.sleep(seconds)
+
+    def close(self) -> None:
+        self.r.close()
+
+
+def _journal_arg(journal) -> tuple[list[str], str | None]:
+    """journal=None (the live system journal) | a path of a journal file or a directory | a list of file paths."""
+    if journal is None:
+        return [], None
+    if isinstance(journal, (str, os.PathLike)):
+        p = os.fspath(journal)
+        return ([], p) if os.path.isdir(p) else ([p], None)
+    files = [os.fspath(f) for f in journal]
+    if not files:
+        raise UsageError("journal= needs at least one file")
+    return files, None
+
+
+def latest_start(entries: list[dict], unit: str) -> int:
+    """Index of the unit's latest start (systemd's "Starting"/"Started" line for it); 0 when none is in view."""
+    idx = None
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e.get("_PID") == "1" and e.get("UNIT") == unit and e.get("MESSAGE", "").startswith(_START_PREFIXES):
+            idx = i
+            break
+    if idx is None:
+        return 0
+    if entries[idx]["MESSAGE"].startswith("Started "):   # the "Starting" line of the same start, if any
+        for j in range(idx - 1, -1, -1):
+            e = entries[j]
+            if e.get("_PID") == "1" and e.get("UNIT") == unit:
+                if e.get("MESSAGE", "").startswith("Starting "):
+                    idx = j
+                break
+    return idx
+
+
+def _health(url: str, timeout: float) -> str:
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=max(0.1, timeout)) as resp:   # noqa: S310 (the user's own URL)
+            return str(resp.status)
+    except urllib.error.HTTPError as e:
+        return str(e.code)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        return "refused" if isinstance(reason, ConnectionRefusedError) else type(reason).__name__
+
+
+def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=None, history=None,
+          engine: str = "auto", since: str | None = None, rules=(), grace: float = 2.0, poll: float = 0.2,
+          on_progress: Callable[[Progress], None] | None = None) -> WatchResult:
+    """Block until `unit` is ready or has failed, or `timeout` seconds pass; return the outcome and diagnosis."""
+    from logdoctor.read import read_entries
+    from logdoctor.sources.journal import mangle_unit, parse_since
+    from logdoctor.timeline import build
+
+    if timeout is None or timeout <= 0:
+        raise UsageError("watch needs a timeout > 0 seconds (it never blocks forever)")
+    unit = mangle_unit(unit)
+    t0 = time.monotonic()
+    deadline = t0 + float(timeout)
+    follower = _Follower(unit, journal, parse_since(since) if since else None)
+    entries: list[dict] = []
+    outcome, ready_by = "timeout", None
+    failed_at = None
+    next_health, backoff, health = t0, 0.5, None
+    dirty = True
+    prog = Progress(unit, 0.0, "waiting for the start")
+    shown_at = t0 - 1.0
+    try:
+        while True:
+            new = follower.read()
+            if new:
+                entries += new
+                dirty = True
+            now = time.monotonic()
+            if dirty and entries:
+                dirty = False
+                view = entries[latest_start(entries, unit):]
+                tl = build(read_entries(view, unit).records, engine)
+                a = tl.last
+                prog = Progress(unit, now - t0, a.phase, {r: v.phase for r, v in a.ranks.items()}, len(view), health)
+                if on_progress:
+                    on_progress(prog)
+                    shown_at = now
+                if a.failed:
+                    if failed_at is None:
+                        failed_at = now
+                    if a.systemd.get("result") or a.systemd.get("code"):
+                        outcome = "failed"
+                        break
+                elif a.ready:
+                    outcome, ready_by = "ready", "log"
+                    break
+            if failed_at is not None and now - failed_at >= grace:
+                outcome = "failed"
+                break
+            if health_url and now >= next_health and failed_at is None:
+                health = _health(health_url, min(2.0, deadline - now))
+                if health == "200":
+                    outcome, ready_by = "ready", "health"
+                    break
+                next_health = time.monotonic() + backoff
+                backoff = min(backoff * 1.5, 5.0)
+                prog.health = health
+            now = time.monotonic()
+            if on_progress and now - shown_at >= 1.0:   # the elapsed time ticks even when the journal is quiet
+                prog.elapsed = now - t0
+                on_progress(prog)
+                shown_at = now
+            if now >= deadline:
+                if failed_at is not None:
+                    outcome = "failed"
+                break
+            wake = min(deadline, now + poll)
+            if failed_at is not None:
+                wake = min(wake, failed_at + grace)
+            if health_url and failed_at is None:
+                wake = min(wake, next_health)
+            follower.wait(wake - now)
+    finally:
+        follower.close()
+    view = entries[latest_start(entries, unit):] if entries else []
+    d = _diagnose(view, unit, engine, history, rules)
+    return WatchResult(unit=unit, outcome=outcome, diagnosis=d, elapsed=time.monotonic() - t0, ready_by=ready_by,
+                       lines=len(view))
+
+
+def _diagnose(view: list[dict], unit: str, engine: str, history, rules) -> Diagnosis:
+    from logdoctor.api import diagnose_timeline
+    from logdoctor.classify.runtime import load_default
+    from logdoctor.matching.loader import load_rules
+    from logdoctor.read import read_entries
+    from logdoctor.timeline import build
+
+    res = read_entries(view, unit)
+    tl = build(res.records, engine)
+    rule_set = load_rules(tuple(rules))
+    if not view:
+        return diagnose_timeline(tl, res, rule_set, classifier=None)
+    if history is None or history is False:
+        return diagnose_timeline(tl, res, rule_set, classifier=load_default())
+    from logdoctor.crossattempt import diagnose_with_history
+    from logdoctor.history import History, open_history
+    store = open_history(history)
+    try:
+        return diagnose_with_history(tl, res, rule_set, classifier=load_default(), history=store, unit=unit)
+    finally:
+        if not isinstance(history, History):
+            store.close()
