@@ -129,6 +129,8 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
         from logdoctor.crossattempt import diagnose_with_history
         with store:
             d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
+        from logdoctor.commands.history import emit_warnings
+        emit_warnings(store)
     if fmt == "json":
         click.echo(json.dumps(d.to_dict(), indent=2, default=str))
     elif fmt == "markdown":

@@ -28,14 +28,25 @@ def open_from_options(history_path, no_history):
             raise UsageError("give --history PATH or --no-history, not both")
         return None
     from logdoctor.errors import InputError
-    from logdoctor.history import History
-    if history_path:
-        return History(history_path)       # asked for by name: a problem with it is the user's error (exit 2)
+    from logdoctor.history import History, HistoryLocked
     try:
+        if history_path:
+            return History(history_path)   # asked for by name: a problem with it is the user's error (exit 2)
         return History()
-    except InputError as e:                 # the default location is a convenience: never fail a diagnosis over it
+    except HistoryLocked as e:              # a passing state, named or not: diagnose now, record next time
         click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
         return None
+    except InputError as e:
+        if history_path:
+            raise
+        click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
+        return None
+
+
+def emit_warnings(store) -> None:
+    """What the store could not do (read-only, locked past the timeout, disk full) — the verdict stands."""
+    for w in getattr(store, "warnings", ()):
+        click.echo(f"logdoctor: warning: {w}", err=True)
 
 
 def _fix_text(fix) -> str:
