@@ -21,8 +21,8 @@ from logdoctor.errors import InputError, UsageError
 BUSY_TIMEOUT_MS = 60_000   # $LOGDOCTOR_HISTORY_TIMEOUT (seconds) overrides it
 
 
-class HistoryLocked(InputError):
-    """Another process held the database longer than the busy timeout: a passing state, so callers diagnose
+class HistoryUnavailable(InputError):
+    """A passing state (another process held the database past the busy timeout, a full disk): callers diagnose
     without the history instead of failing (docs/reliability.md)."""
 
 
@@ -36,6 +36,11 @@ def _busy_ms() -> int:
 def _transient(e: BaseException) -> bool:
     text = str(e).lower()
     return "locked" in text or "busy" in text
+
+
+def _no_space(e: BaseException) -> bool:
+    text = str(e).lower()
+    return "disk is full" in text or "disk i/o error" in text
 
 # Each entry moves the schema from version i to i+1; never edit an entry once released, append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -128,8 +133,11 @@ class History:
         except sqlite3.DatabaseError as e:
             self.db.close()
             if _transient(e):
-                raise HistoryLocked(f"the history database {self.path} is locked by another process (waited "
-                                    f"{self.busy_ms / 1000:g} s)") from None
+                raise HistoryUnavailable(f"the history database {self.path} is locked by another process (waited "
+                                         f"{self.busy_ms / 1000:g} s)") from None
+            if _no_space(e):
+                raise HistoryUnavailable(f"the history database {self.path} cannot be opened for writing ({e}: a "
+                                         "full disk?)") from None
             if "readonly" in str(e).lower().replace("-", "") and self._open_read_only():
                 return
             raise InputError(f"{self.path} is not a usable logdoctor history database ({e}); move it away or "

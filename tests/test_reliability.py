@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -71,6 +72,14 @@ ROWS: dict[str, tuple[int, list[str], bool]] = {
                             " constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system')"], False),
     "rule-too-large": (2, ["logdoctor: rules/kv_cache_oom/huge.yaml: rule file is 300032 bytes (limit 256 KiB);"
                            " a rule is a few KiB of YAML"], False),
+    "history-locked": (1, ["logdoctor: warning: the history database hist.db is locked by another process (waited 1"
+                           " s): this attempt is not recorded"], True),
+    "history-read-only": (1, ["logdoctor: warning: the history database hist.db is read-only: this attempt is not"
+                              " recorded"], True),
+    "history-corrupt": (2, ["logdoctor: bad.db is not a usable logdoctor history database (file is not a database);"
+                            " move it away or pass --history PATH / --no-history"], False),
+    "unit-no-execstart": (2, ["logdoctor: noexec.service: no ExecStart= with a command in the [Service] section; the"
+                              " change to make by hand: --mem-fraction-static 0.88 → 0.92"], False),
     "unknown-format": (2, ["logdoctor: Invalid value for '--format': 'xml' is not one of 'text', 'json', 'markdown'."
                            " (see `logdoctor explain --help`)"], False),
 }
@@ -397,6 +406,119 @@ def test_row_rule_too_large(tmp_path):
     _rule_dir(tmp_path, "huge.yaml", head + "x" * (300031 - len(head)) + "\n")
     assert (tmp_path / "rules" / "kv_cache_oom" / "huge.yaml").stat().st_size == 300032
     check_row("rule-too-large", *cli(["explain", "--rules", "rules", "seed.log"], tmp_path))
+
+
+# ------------------------------------------------------------------------------------------- history and unit files
+
+def _history(tmp_path) -> Path:
+    (tmp_path / "seed.log").write_bytes(GOOD)
+    rc, out, err = cli(["explain", "--history", "hist.db", "seed.log"], tmp_path)
+    assert rc == 1 and err == "", err
+    return tmp_path / "hist.db"
+
+
+def _integrity(db: Path) -> int:
+    import sqlite3
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_row_history_locked(tmp_path, monkeypatch):
+    """Another deploy hook holds the write lock longer than the busy timeout (60 s; 1 s here): the verdict is given,
+    this attempt is not recorded, the database is untouched."""
+    db = _history(tmp_path)
+    n = _integrity(db)
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys\n"
+                               "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                               "c.execute('BEGIN IMMEDIATE')\nprint('held', flush=True)\nsys.stdin.read()\n", str(db)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        monkeypatch.setenv("LOGDOCTOR_HISTORY_TIMEOUT", "1")
+        _same_verdict_as_clean(check_row("history-locked", *cli(["explain", "--history", "hist.db", "seed.log"],
+                                                                tmp_path)))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert _integrity(db) == n
+
+
+def test_row_history_read_only(tmp_path):
+    """Works as root too: an unprivileged user (setpriv) meets a 0444 file it cannot write; where that user cannot
+    run the checkout, the file is made immutable (chattr +i binds root too); failing both, SQLite opens it read-only."""
+    db = _history(tmp_path)
+    n = _integrity(db)
+    args = ["explain", "--history", "hist.db", "seed.log"]
+    if os.geteuid() != 0:
+        db.chmod(0o444)
+        result = cli(args, tmp_path)
+    else:
+        shared = Path(tempfile.mkdtemp(prefix="logdoctor-ro-"))
+        shared.chmod(0o755)
+        for name in ("hist.db", "seed.log"):
+            shutil.copy(tmp_path / name, shared / name)
+        (shared / "hist.db").chmod(0o444)
+        drop = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        env = dict(_env(), XDG_STATE_HOME=str(shared))
+        can = shutil.which("setpriv") and subprocess.run(drop + [sys.executable, "-c", "import logdoctor.cli"],
+                                                         cwd=shared, env=env, capture_output=True).returncode == 0
+        if can:
+            try:
+                p = subprocess.run(drop + [sys.executable, "-m", "logdoctor", *args], cwd=shared, env=env,
+                                   capture_output=True, timeout=120)
+                result = p.returncode, p.stdout.decode(), p.stderr.decode()
+                n_after = _integrity(shared / "hist.db")
+            finally:
+                shutil.rmtree(shared)
+            _same_verdict_as_clean(check_row("history-read-only", *result))
+            assert n_after == n
+            return
+        shutil.rmtree(shared)
+        if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode == 0:
+            try:
+                result = cli(args, tmp_path)
+            finally:
+                subprocess.run(["chattr", "-i", str(db)], check=True)
+        else:
+            code = ("import sqlite3, sys\n_c = sqlite3.connect\n"
+                    "def ro(p, *a, **k):\n"
+                    "    if str(p) == 'hist.db':\n"
+                    "        k['uri'] = True\n        p = 'file:hist.db?mode=ro'\n"
+                    "    return _c(p, *a, **k)\n"
+                    "sqlite3.connect = ro\nfrom logdoctor.cli import main\n"
+                    "sys.argv = ['logdoctor', *sys.argv[1:]]\nmain()\n")
+            p = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=_env(), capture_output=True,
+                               timeout=120)
+            result = p.returncode, p.stdout.decode(), p.stderr.decode()
+    _same_verdict_as_clean(check_row("history-read-only", *result))
+    assert _integrity(db) == n
+
+
+def test_row_history_corrupt(tmp_path, monkeypatch):
+    """Named with --history, a file that is not SQLite is the user's error (exit 2); at the default location it
+    costs only the history (a warning, and the verdict)."""
+    (tmp_path / "seed.log").write_bytes(GOOD)
+    (tmp_path / "bad.db").write_bytes(random.Random(14).randbytes(5000))
+    check_row("history-corrupt", *cli(["explain", "--history", "bad.db", "seed.log"], tmp_path))
+    monkeypatch.setenv("LOGDOCTOR_HISTORY", str(tmp_path / "bad.db"))
+    rc, out, err = cli(["explain", "seed.log"], tmp_path)
+    assert rc == 1 and out.startswith("FAILED") and len(err.splitlines()) == 1, err
+    assert err.startswith("logdoctor: warning: ") and "continuing without the attempt history" in err, err
+    assert (tmp_path / "bad.db").read_bytes() == random.Random(14).randbytes(5000)
+
+
+def test_row_unit_no_execstart(tmp_path):
+    (tmp_path / "seed.log").write_bytes(GOOD)
+    (tmp_path / "noexec.service").write_text("[Unit]\nDescription=sglang\n[Service]\nType=simple\nRestart=always\n"
+                                             "[Install]\nWantedBy=multi-user.target\n")
+    check_row("unit-no-execstart", *cli(["fix", "noexec.service", "--log", "seed.log", "--no-history"], tmp_path))
+    check_row("unit-no-execstart", *cli(["fix", "noexec.service", "--log", "seed.log", "--write", "--no-history"],
+                                        tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["noexec.service", "seed.log"]
 
 
 def test_row_unknown_format(tmp_path):

@@ -28,12 +28,12 @@ def open_from_options(history_path, no_history):
             raise UsageError("give --history PATH or --no-history, not both")
         return None
     from logdoctor.errors import InputError
-    from logdoctor.history import History, HistoryLocked
+    from logdoctor.history import History, HistoryUnavailable
     try:
         if history_path:
             return History(history_path)   # asked for by name: a problem with it is the user's error (exit 2)
         return History()
-    except HistoryLocked as e:              # a passing state, named or not: diagnose now, record next time
+    except HistoryUnavailable as e:              # a passing state, named or not: diagnose now, record next time
         click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
         return None
     except InputError as e:
