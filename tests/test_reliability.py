@@ -54,7 +54,7 @@ ROWS: dict[str, tuple[int, list[str], bool]] = {
     "journal-corrupt": (2, ["logdoctor: journal file junk.journal is truncated or corrupt (Protocol not supported)"],
                         False),
     "gz-truncated": (1, ["logdoctor: warning: cut.log.gz: the gzip data is truncated (ends after 9761 decompressed"
-                         " bytes); diagnosing the 60 lines read before it stopped"], True),
+                         " bytes); diagnosing the 61 lines read before it stopped"], True),
     "gz-corrupt": (2, ["logdoctor: bad.log.gz: nothing could be read: corrupt gzip data (Error -3 while decompressing"
                        " data: invalid distance code)"], False),
     "gzip-bomb": (2, ["logdoctor: bomb.gz: binary data (268435456 NUL bytes and nothing else), not a text log"], False),

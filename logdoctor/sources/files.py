@@ -96,14 +96,14 @@ def from_bytes(data: bytes | Stream, origin: str = "<bytes>") -> RawInput:
         compression = kind if compression is None else f"{compression}+{kind}"
         data, stopped = decompress(data, kind, origin)
         if stopped:
-            lines = data.count(b"\n")
-            dmg.stopped = f"{stopped}, inside line {lines + 1}"
+            lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)   # the last one may be cut short
+            dmg.stopped = f"{stopped}, at line {lines}"
             if "cap" in stopped:
                 dmg.notes.append(f"{origin}: {stopped}; diagnosing the first {limits.human(len(data))} only"
                                  " (to diagnose the end instead: zcat FILE | tail -n 100000 | logdoctor explain)")
             else:
-                dmg.notes.append(f"{origin}: {stopped}; diagnosing the {lines} lines read before"
-                                 " it stopped")
+                dmg.notes.append(f"{origin}: {stopped}; diagnosing the {lines} line{'s' if lines != 1 else ''}"
+                                 " read before it stopped")
     return RawInput(data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC),
                     damage=dmg)
 
