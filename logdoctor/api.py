@@ -5,61 +5,23 @@ raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from logdoctor import remedy
 from logdoctor.diagnosis import Diagnosis, Evidence
-from logdoctor.errors import InputError, UsageError
 from logdoctor.matching.conditions import Context
+from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
 from logdoctor.matching.loader import Rule, load_rules
-from logdoctor.matching.rank import Candidate, candidates, confidence
-from logdoctor.read import check_bytes, read_bytes, read_lines
+from logdoctor.matching.rank import Candidate, candidates
+from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
 from logdoctor.timeline import Attempt, Timeline, build
+from logdoctor.vocab import UNKNOWN
 
 UNKNOWN_COLLECT = ("journalctl -u UNIT -n 1000 --no-pager", "journalctl -k -b --no-pager | grep -E 'NVRM|oom|Killed'",
                    "nvidia-smi -q")
-MIN_CONFIDENCE = 0.35
-
-
-def read_any(source, *, strict: bool = True) -> ReadResult:
-    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError)."""
-    if isinstance(source, bytes):
-        if strict:
-            check_bytes(source, "<bytes>")
-        return read_bytes(source, "<bytes>")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
-                                            and Path(source).exists()):
-        from logdoctor.sources.files import read_source
-        raw = read_source(source)
-        if raw.is_journal_file:
-            from logdoctor.read import read_entries
-            from logdoctor.sources.journal import iter_journal_entries
-            return read_entries(iter_journal_entries(files=[str(source)]), raw.origin)
-        if strict:
-            check_bytes(raw.data, raw.origin)
-        return read_bytes(raw.data, raw.origin, damage=raw.damage)
-    if isinstance(source, str):
-        data = source.encode("utf-8", "surrogateescape")
-        if strict:
-            check_bytes(data, "<text>")
-        return read_bytes(data, "<text>")
-    if isinstance(source, Iterable):
-        lines = [l.decode("utf-8", "replace") if isinstance(l, bytes) else str(l) for l in source]
-        lines = [l[:-1] if l.endswith("\n") else l for l in lines]
-        if strict and not any(l.strip() for l in lines):
-            raise InputError("empty input — no log lines")
-        from logdoctor.intake import repair_lines
-        lines, dmg = repair_lines(lines)
-        res = read_lines(lines, "<lines>")
-        res.stats.nul_bytes, res.stats.cut_lines, res.stats.cut_bytes, res.stats.long_lines = \
-            dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines
-        res.warnings += dmg.notes
-        return res
-    raise UsageError(f"cannot read a log from {type(source).__name__}")
 
 
 def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
@@ -81,68 +43,58 @@ def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = 
     try:
         return diagnose_with_history(tl, res, rule_set, classifier=classifier, history=store, unit=unit, host=host)
     finally:
-        if not isinstance(history, History):
+        if store is not None and not isinstance(history, History):
             store.close()
 
 
 def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None,
                       tried_extra: dict | None = None) -> Diagnosis:
+    """Timeline -> Diagnosis of its last attempt: rules (+ classifier) decide (matching/decide.py), the fix planner
+    proposes (skipping `tried_extra` values: lever -> values tried elsewhere, from the attempt history), and the
+    Diagnosis is built here, once."""
     per_attempt: list[tuple[Attempt, list[Candidate]]] = []
     for a in tl.attempts:
         cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
         per_attempt.append((a, cands))
     a, cands = per_attempt[-1]
-    attempts = [{"started_line": x.start_line, "phase": x.phase,
-                 "cause": (c[0].cause if c else "unknown") if x.failed else None}
-                for x, c in per_attempt]
-    window = {"lines": res.stats.read, "start_seen": tl.start_seen, "damage": res.stats.damage()}
-    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read
-        window["cut"] = f"input ends early ({res.stats.stopped})"
-    d = Diagnosis(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, phase=a.phase, cause=None,
-                  confidence=0.0, rule=None, rank=a.first_failing_rank, config=_config_view(a),
-                  attempts=attempts, window=window, origin=res.origin)
-    d.candidates = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
+    listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
+    common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, rank=a.first_failing_rank,
+                  config=_config_view(a), window=_window(tl, res), origin=res.origin)
     if not a.failed:
-        d.confidence = 0.9 if a.ready else 0.6
-        d.explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
+        explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
             "No failure in this window: no fatal traceback, no death message, no failed systemd result."
-        return d
-    scored = cands
-    if classifier is not None:
-        probs = classifier.proba(tl, a)
-        scored = classifier.rerank(tl, a, cands, rules=rule_set, probs=probs)
-        d.candidates += [{"rule": "classifier", "cause": c, "score": round(p, 3)}
-                         for c, p in sorted(probs.items(), key=lambda kv: -kv[1])[:3]]
-    conf = confidence(scored)
-    if not scored or conf < MIN_CONFIDENCE:
-        _unknown(d, a)
-        return d
-    win = scored[0]
-    d.cause, d.rule, d.title = win.cause, win.rule.id, win.rule.title
+        return Diagnosis(phase=a.phase, cause=None, confidence=healthy_confidence(a.ready), rule=None,
+                         explanation=explanation, attempts=_attempts(per_attempt, None), candidates=listed, **common)
+    v = decide(tl, a, cands, rule_set, classifier)
+    listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
+    if v.winner is None:
+        return Diagnosis(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, evidence=_unknown_evidence(a),
+                         explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT),
+                         attempts=_attempts(per_attempt, None), candidates=listed, **common)
+    win = v.winner
+    phase = a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
-        d.phase = win.rule.phases[0]
-    attempts[-1]["cause"] = win.cause
-    d.confidence = conf
-    seen = set()
-    alts = []
-    for c in scored[1:]:
-        if c.cause != win.cause and c.cause not in seen:
-            seen.add(c.cause)
-            alt = c.confidence if c.confidence is not None and c.rule.id == "classifier" else \
-                c.rule.confidence * (c.score / max(win.score, 1)) * 0.4
-            alts.append({"cause": c.cause, "confidence": round(max(0.01, min(0.5, alt)), 2)})
-    d.alternatives = alts[:3]
-    d.evidence = _evidence(win, a)
+        phase = win.rule.phases[0]
     vars_ = _vars(win, a, tl)
-    d.explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
-    d.fixes, d.notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
-    d.actions = [_fill(x, vars_) for x in win.rule.actions]
-    d.no_flag_change = win.rule.no_flag_change
+    fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
-        d.notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
-    d.notes += _tried_notes(tl)
-    return d
+        notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
+    return Diagnosis(
+        phase=phase, cause=win.cause, confidence=v.confidence, rule=win.rule.id, title=win.rule.title,
+        evidence=_evidence(win, a), explanation=_fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title,
+        fixes=fixes, notes=notes + _tried_notes(tl), actions=[_fill(x, vars_) for x in win.rule.actions],
+        no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
+        attempts=_attempts(per_attempt, win.cause), candidates=listed, **common)
+
+
+def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], last_cause: str | None) -> list[dict]:
+    """One entry per attempt: where it started, its phase, and its cause (the verdict's for the last one)."""
+    out = [{"started_line": x.start_line, "phase": x.phase,
+            "cause": (c[0].cause if c else UNKNOWN) if x.failed else None} for x, c in per_attempt]
+    if last_cause is not None:
+        out[-1]["cause"] = last_cause
+    return out
 
 
 def _tried_notes(tl: Timeline) -> list[str]:
@@ -167,13 +119,13 @@ def _tried_notes(tl: Timeline) -> list[str]:
     return notes
 
 
-def _unknown(d: Diagnosis, a: Attempt) -> None:
-    d.cause, d.rule, d.confidence = "unknown", None, 0.0
-    d.evidence = [Evidence(b.final.exc_line or b.first_line, _exc_text(b))
-                  for b in a.blocks if b.final is not None][:3]
-    d.explanation = ("The service failed, but no rule recognises the failure and the log does not show enough to "
-                     "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
-    d.actions = list(UNKNOWN_COLLECT)
+UNKNOWN_TEXT = ("The service failed, but no rule recognises the failure and the log does not show enough to "
+                "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
+
+
+def _unknown_evidence(a: Attempt) -> list[Evidence]:
+    """Without a winning rule, the final exception of each traceback is the best evidence there is."""
+    return [Evidence(b.final.exc_line or b.first_line, _exc_text(b)) for b in a.blocks if b.final is not None][:3]
 
 
 def _exc_text(b) -> str:
@@ -234,6 +186,15 @@ def _fill(template: str, vars_: dict) -> str:
 
 def _config_view(a: Attempt) -> dict:
     return {k: v for k, v in a.config.levers.items() if isinstance(v, (int, float, str, bool)) or v is None}
+
+
+def _window(tl: Timeline, res: ReadResult) -> dict:
+    """The JSON `window`: lines read, whether the launch is in it, what was repaired on the way in, and where a
+    truncated or capped archive cut it short (the verdict covers only what was read; docs/reliability.md)."""
+    window = {"lines": res.stats.read, "start_seen": tl.start_seen, "damage": res.stats.damage()}
+    if res.stats.stopped:
+        window["cut"] = f"input ends early ({res.stats.stopped})"
+    return window
 
 
 def _ready_text(a: Attempt) -> str:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from logdoctor.records import SERVICE, Record
+from logdoctor.vocab import BlockKind
 
 _TB_START = re.compile(r"Traceback \(most recent call last\):\s*$")
 _FILE = re.compile(r'^\s*File "(?P<file>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
@@ -56,13 +57,12 @@ class Section:
 class Block:
     """A reassembled multi-line structure; `records` are its lines in input order."""
 
-    kind: str                                     # "traceback" | "abort"
+    kind: BlockKind                               # "traceback" | "abort"
     records: list[Record] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     header: str = ""                              # text before "Traceback" on its first line, e.g. "Scheduler hit an exception:"
     rank: str | None = None
     proc: str | None = None
-    complete: bool = False
 
     @property
     def first_line(self) -> int:
@@ -157,7 +157,7 @@ def assemble(records: list[Record]) -> list[Block]:
             elif kind == "text" and _LONE_EXC.match(msg):
                 # a lone "SomeError: message" line (a pasted last line, a logged exception): a one-line block
                 m = _EXC.match(msg.strip())
-                blk = Block(kind="traceback", rank=rec.rank, proc=rec.proc, complete=True)
+                blk = Block(kind="traceback", rank=rec.rank, proc=rec.proc)
                 blk.sections.append(Section(exc_type=m.group("type"), exc_msg=(m.group("msg") or "").strip(),
                                             exc_line=rec.line))
                 blk.records.append(rec)
@@ -303,7 +303,6 @@ def _feed(b: _Builder, rec: Record, msg: str, open_: list[_Builder]) -> None:
             blk.records.append(rec)
             b.state, b.exc_lines = "exc", 0
             b.sig = (rec.level, rec.src) if rec.prefix_engine is not None else None
-            blk.complete = True
             return
         # free text where an exception was expected: "ExcType: msg" with spaces in the type, or a plain message
         b.sec.exc_type = None

@@ -8,9 +8,10 @@ import sys
 import click
 
 from logdoctor import __version__
+from logdoctor.engines import ENGINE_NAMES
 from logdoctor.errors import LogdoctorError
 
-ENGINES = ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")
+ENGINES = ("auto", *ENGINE_NAMES)   # the --engine choices: the engine registry (engines/__init__.py)
 
 
 def _fail(exc: BaseException, verbose: bool) -> None:
@@ -65,31 +66,9 @@ def _source_options(f):
 
 
 def _read(source, unit, since, boot, lines, journal_file, journal_dir):
-    """Pick the source: journal files / live journal, else a file or stdin."""
-    from logdoctor.read import check_bytes, read_bytes, read_entries
-    if journal_file or journal_dir or unit:
-        if source:
-            from logdoctor.errors import UsageError
-            raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
-        from logdoctor.sources.journal import iter_journal_entries
-        entries = list(iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit, since=since,
-                                            boot=boot, lines=lines))
-        origin = unit or (journal_file[0] if journal_file else journal_dir)
-        if not entries:
-            from logdoctor.errors import InputError
-            raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
-        return read_entries(entries, origin)
-    from logdoctor.sources.files import read_source
-    raw = read_source(source)
-    if raw.is_journal_file:
-        from logdoctor.sources.journal import iter_journal_entries
-        return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
-    check_bytes(raw.data, raw.origin)
-    res = read_bytes(raw.data, raw.origin, damage=raw.damage)
-    if lines:
-        keep = [r for r in res.records if r.line > res.stats.read - lines]
-        res.records = keep
-    return res
+    from logdoctor.read import read_source_spec
+    return read_source_spec(source, unit=unit, since=since, boot=boot, lines=lines, journal_files=journal_file,
+                            journal_dir=journal_dir)
 
 
 def _emit_warnings(res, stats: bool) -> None:
@@ -114,21 +93,15 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
 
     Exit codes: 0 no failure · 1 failure with a known cause · 3 failure, cause unknown · 2 input/usage error ·
     4 internal error."""
-    from logdoctor.api import diagnose_timeline
-    from logdoctor.classify.runtime import load_default as load_classifier
-    from logdoctor.matching.loader import load_rules
-    from logdoctor.timeline import build
+    from logdoctor.api import diagnose
     res = _read(source, unit, since, boot, lines, journal_file, journal_dir)
     _emit_warnings(res, stats)
-    rules = load_rules(tuple(rule_dirs))
-    tl = build(res.records, engine)
     store = _open_history(history_path, no_history)
     if store is None:
-        d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
+        d = diagnose(res, engine, rules=tuple(rule_dirs))
     else:
-        from logdoctor.crossattempt import diagnose_with_history
         with store:
-            d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
+            d = diagnose(res, engine, history=store, rules=tuple(rule_dirs), unit=unit)
         from logdoctor.commands.history import emit_warnings
         emit_warnings(store)
     if fmt == "json":
@@ -139,9 +112,10 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
     else:
         from logdoctor.render import text
         tl_text = ""
-        if verbose:
+        if verbose:   # the timeline view (-v) rebuilds the timeline; the verdict came from the API
             from logdoctor.render.timeline_view import render_text
-            tl_text = render_text(tl)
+            from logdoctor.timeline import build
+            tl_text = render_text(build(res.records, engine))
         click.echo(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text), nl=False)
     sys.exit(d.exit_code)
 

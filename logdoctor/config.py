@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logdoctor.engines import ENGINES
 from logdoctor.records import SERVICE, Record
 
-_CMD = re.compile(r"(?:sglang\.launch_server|vllm\.entrypoints|(?:^|\s|/)vllm serve\s|text-generation-launcher|trtllm-serve|lmdeploy serve)")
+# an engine's launch command (engines/<name>.py launch_pattern)
+_CMD = re.compile("(?:" + "|".join(e.launch_pattern for e in ENGINES.values() if e.launch_pattern) + ")")
 _ENV = re.compile(r"\b(CUDA_VISIBLE_DEVICES|NCCL_[A-Z_]+|SGLANG_[A-Z_]+|VLLM_[A-Z_]+|TORCH_[A-Z_]+|PYTORCH_[A-Z_]+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(\S*)")
-# resolved values SGLang prints after start-up (scheduler summary) fill levers the server_args left as None
-_RESOLVED = {"max_running_requests": "max_running_requests", "context_len": "context_length",
-             "chunked_prefill_size": "chunked_prefill_size", "max_total_num_tokens": "max_total_tokens"}
 
 
 @dataclass
@@ -32,6 +31,7 @@ class Config:
 
 def extract_config(records: list[Record], engine: str, version: str | None) -> Config:
     cfg = Config(engine=engine)
+    eng = ENGINES.get(engine)   # its resolved-config hook, command-line grammar and whether its dump is complete
     layers: list[tuple[int, dict]] = []
     for r in records:
         if r.transport != SERVICE or not r.msg:
@@ -68,43 +68,26 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
             cfg.sources.append("engine config")
         elif _CMD.search(msg) and " --" in msg:
             from logdoctor.engines.config_dump import parse_command_line
-            c = parse_command_line(msg, engine if engine in ("sglang", "vllm") else None)
+            c = parse_command_line(msg, engine if eng is not None and eng.command_line else None)
             if c.args:
                 layers.append((0, dict(c.args)))
                 cfg.sources.append("command line")
                 cfg.env.update(c.env)
                 cfg.line = cfg.line or r.line
-        elif engine == "sglang" and "max_total_num_tokens=" in msg:
-            vals = dict(re.findall(r"(\w+)=(-?[\d.]+)", msg))
-            resolved = {_RESOLVED[k]: _num(v) for k, v in vals.items() if k in _RESOLVED}
-            layers.append((-1, resolved))   # only fills what nothing else set
-        elif engine == "vllm":
-            m = re.search(r"Using max model len (\d+)", msg)
-            if m:
-                layers.append((-1, {"max_model_len": int(m.group(1))}))
-            m = re.search(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)", msg)
-            if m:
-                layers.append((-1, {"max_num_batched_tokens": int(m.group(1))}))
+        elif eng is not None and eng.resolved_config is not None:
+            resolved = eng.resolved_config(msg)
+            if resolved:
+                layers.append((-1, resolved))   # only fills what nothing else set
     for _, vals in sorted(layers, key=lambda x: x[0]):
         for k, v in vals.items():
             if v is None and k in cfg.raw:
                 continue
             cfg.raw[k] = v
     from logdoctor import levers
-    cfg.levers = levers.levers_from_config(engine, version, cfg.raw, fill_defaults=engine == "vllm" and cfg.known)
+    cfg.levers = levers.levers_from_config(engine, version, cfg.raw, fill_defaults=eng is not None and eng.config_complete and cfg.known)
     return cfg
 
 
 # the fields of vLLM's "with config:" line that are flags a user sets
 _VLLM_ENGINE_CONFIG_KEYS = {"max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager",
                             "kv_cache_dtype", "quantization", "dtype", "trust_remote_code", "disable_custom_all_reduce"}
-
-
-def _num(v: str):
-    try:
-        return int(v)
-    except ValueError:
-        try:
-            return float(v)
-        except ValueError:
-            return v

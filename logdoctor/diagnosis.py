@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from logdoctor.vocab import OUTCOMES, UNKNOWN
+
 SCHEMA = "logdoctor.diagnosis/v1"
 
 
@@ -54,9 +56,14 @@ class Diagnosis:
 
     @property
     def exit_code(self) -> int:
+        return OUTCOMES[self.outcome][0]
+
+    @property
+    def outcome(self) -> str:
+        """vocab.OUTCOMES: healthy | known | unknown."""
         if not self.failed:
-            return 0
-        return 3 if self.cause in (None, "unknown") else 1
+            return "healthy"
+        return "unknown" if self.cause in (None, UNKNOWN) else "known"
 
     def to_dict(self) -> dict:
         return {

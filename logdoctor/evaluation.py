@@ -6,23 +6,8 @@ confidence ≥ 0.8. Aggregation into tables uses pandas (imported only here, nev
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-import yaml
-
-
-@dataclass
-class Case:
-    id: str
-    path: Path
-    label: dict
-
-    @property
-    def failed(self) -> bool:
-        f = self.label.get("failed")
-        if f is None:
-            return self.label.get("cause") not in (None, "null")
-        return bool(f)
+from logdoctor.corpus import Case, load_cases  # noqa: F401 - re-exported: evaluation.load_cases
 
 
 @dataclass
@@ -45,19 +30,6 @@ class CaseResult:
     wrong_confident: bool = False
     fixes: list[str] = field(default_factory=list)
     group: str = ""
-
-
-def load_cases(dirs) -> list[Case]:
-    cases = []
-    for d in dirs:
-        d = Path(d)
-        labels = [d / "label.yaml"] if (d / "label.yaml").exists() else sorted(d.rglob("label.yaml"))
-        for lab in labels:
-            if not (lab.parent / "journal.log").exists():
-                continue
-            data = yaml.safe_load(lab.read_text()) or {}
-            cases.append(Case(str(data.get("id") or lab.parent.name), lab.parent, data))
-    return cases
 
 
 def _flag_of(s: str) -> str:
@@ -105,8 +77,9 @@ def score(case: Case, d) -> CaseResult:
 
 
 def run(dirs, *, rule_dirs=(), classifier="default", mode="combined") -> list[CaseResult]:
-    from logdoctor.api import diagnose_timeline, read_any
+    from logdoctor.api import diagnose_timeline
     from logdoctor.matching.loader import load_rules
+    from logdoctor.read import read_any
     from logdoctor.timeline import build
     rules = load_rules(tuple(rule_dirs))
     clf = None
@@ -134,11 +107,12 @@ def run_cv(dirs, k: int, *, rule_dirs=(), modes=("combined",)) -> dict[str, list
     without one is its own group) into K folds; for each fold a classifier is trained on the other K-1 folds
     (classify/train.py, the full recipe incl. calibration and threshold) and the fold's cases are diagnosed in each
     mode. Returns every case once per mode, scored as in run()."""
+    from sklearn.model_selection import GroupKFold
+
     from logdoctor.api import diagnose_timeline
     from logdoctor.classify import train as tr
     from logdoctor.classify.runtime import from_data
     from logdoctor.matching.loader import load_rules
-    from sklearn.model_selection import GroupKFold
     parsed = tr.parse_cases(load_cases(dirs))
     if not parsed:
         return {m: [] for m in modes}

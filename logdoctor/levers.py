@@ -11,56 +11,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+
+from logdoctor.engines import ENGINES as _REGISTRY
+from logdoctor.engines.spelling import Field, Side, Spelling
+from logdoctor.vocab import OPS
 
 __all__ = [
     "Spelling", "Field", "Side", "Lever", "LEVERS", "ENGINES", "OPS",
     "flag_for", "render", "default_for", "lever_for_field", "levers_from_config", "step", "version_tuple",
 ]
-
-ENGINES = ("sglang", "vllm")
-OPS = ("set", "raise", "lower", "halve", "double", "enable", "disable")
-
-
-@dataclass(frozen=True)
-class Spelling:
-    """One way an engine spells a lever on its command line.
-
-    ``since``/``until``: version range [since, until). ``switch``: a flag without value (present = on).
-    ``values``: lever value -> flag value, for flags that take a word (``--cuda-graph-backend-decode disabled``);
-    a lever value missing from it is not expressible. ``attach``: written as one token (``-O0``).
-    ``needs_field``: used only when the config shows that field (SGLang 0.5.17+ graph backends).
-    ``hint_field``: with the version unknown, that field in the config shows this spelling is the current one."""
-
-    flag: str
-    since: str | None = None
-    until: str | None = None
-    switch: bool = False
-    values: tuple[tuple[object, str], ...] = ()
-    attach: bool = False
-    needs_field: str | None = None
-    hint_field: str | None = None
-
-
-@dataclass(frozen=True)
-class Field:
-    """A python field (dotted path into nested dicts) holding the lever, and how to read it as the lever value
-    (``read`` returns None when the field says nothing about the lever)."""
-
-    path: str
-    read: Callable[[object], object] | None = None
-
-
-@dataclass(frozen=True)
-class Side:
-    """A lever on one engine: spellings (oldest first), fields (canonical first) and version-dependent defaults
-    as ``(since, value)`` pairs, oldest first (None = resolved at start-up)."""
-
-    flags: tuple[Spelling, ...]
-    fields: tuple[Field, ...]
-    defaults: tuple[tuple[str | None, object], ...] = ((None, None),)
 
 
 @dataclass(frozen=True)
@@ -71,8 +33,6 @@ class Lever:
 
     name: str
     kind: str
-    sglang: Side | None
-    vllm: Side | None
     bounds: tuple[float | None, float | None] = (None, None)
     growth: str = "double"
     align: int = 1
@@ -80,193 +40,75 @@ class Lever:
     down: float = 0.0
     choices: tuple[str, ...] = ()
     note: str = ""
+    sides: Mapping[str, Side] = field(default_factory=dict, compare=False)  # engine -> Side, from the registry
 
     def side(self, engine: str | None) -> Side | None:
-        return {"sglang": self.sglang, "vllm": self.vllm}.get((engine or "").lower())
+        return self.sides.get((engine or "").lower())
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# readers for fields that encode a lever indirectly
-
-def _equals(word: str) -> Callable[[object], object]:
-    return lambda v: (str(v).lower() == word) if v is not None else None
-
-
-def _negate(v: object) -> object:
-    return (not v) if isinstance(v, bool) else None
-
-
-def _nonzero(v: object) -> object:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return v != 0
-    m = re.fullmatch(r"O?(\d)", str(v).strip())
-    return int(m.group(1)) != 0 if m else None
-
-
-def _spec_method(v: object) -> object:
-    """vLLM ``speculative_config``: a dict, a JSON string, or a raw ``SpeculativeConfig(method='eagle3', ...)``."""
-    if isinstance(v, dict):
-        return v.get("method")
-    if isinstance(v, str):
-        m = re.search(r"""["']?method["']?\s*[:=]\s*["']([\w.-]+)""", v)
-        return m.group(1) if m else None
-    return None
-
-
-def _S(flag: str, **kw) -> Spelling:  # table shorthand
-    return Spelling(flag, **kw)
-
-
-def _F(*paths: str, read: Callable[[object], object] | None = None) -> tuple[Field, ...]:
-    return tuple(Field(p, read) for p in paths)
-
-
-def _side(flags: Spelling | tuple[Spelling, ...], fields: tuple[Field, ...], default: object = None,
-          defaults: tuple[tuple[str | None, object], ...] | None = None) -> Side:
-    return Side(flags if isinstance(flags, tuple) else (flags,), fields, defaults or ((None, default),))
-
-
-_NEW_GRAPHS = "0.5.17"  # SGLang: cuda_graph_{backend,max_bs,bs}_{decode,prefill}
-
-_TABLE: tuple[Lever, ...] = (
-    Lever("mem_fraction", "fraction",
-          _side(_S("--mem-fraction-static"), _F("mem_fraction_static")),  # None: auto ~0.8-0.9 by GPU and TP
-          _side(_S("--gpu-memory-utilization"), _F("gpu_memory_utilization"),
-                defaults=((None, 0.9), ("0.33", 0.92))),
-          bounds=(0.05, 0.95), up=0.04, down=0.05),
-    Lever("context_length", "int",
-          _side(_S("--context-length"), _F("context_length", "context_len")),
-          _side(_S("--max-model-len"), _F("max_model_len", "max_seq_len")),
-          bounds=(1, None), align=1024),
-    Lever("max_running", "int",
-          _side(_S("--max-running-requests"), _F("max_running_requests")),
-          _side(_S("--max-num-seqs"), _F("max_num_seqs")),  # 1024 on >=70 GB non-A100 GPUs, else 256
-          bounds=(1, None)),
-    Lever("prefill_chunk", "int",
-          _side(_S("--chunked-prefill-size"), _F("chunked_prefill_size")),  # -1 disables chunking
-          _side(_S("--max-num-batched-tokens"), _F("max_num_batched_tokens")),  # 2048..16384 by GPU
-          bounds=(1, None), align=256),
-    Lever("max_prefill_tokens", "int",
-          _side(_S("--max-prefill-tokens"), _F("max_prefill_tokens"), 16384), None, bounds=(1, None)),
-    Lever("max_total_tokens", "int",
-          _side(_S("--max-total-tokens"), _F("max_total_tokens")), None, bounds=(1, None)),
-    Lever("graph_max_bs", "int",
-          _side((_S("--cuda-graph-max-bs", until=_NEW_GRAPHS),
-                 _S("--cuda-graph-max-bs-decode", since=_NEW_GRAPHS, hint_field="cuda_graph_max_bs_decode")),
-                _F("cuda_graph_max_bs_decode", "cuda_graph_max_bs")),
-          _side(_S("--max-cudagraph-capture-size"),
-                _F("max_cudagraph_capture_size", "compilation_config.max_cudagraph_capture_size",
-                  "compilation_config.max_capture_size")),
-          bounds=(1, None), growth="pow2"),
-    Lever("graphs_off", "bool",
-          # the classic flag stays a deprecated alias in 0.5.17+, so it is the safe rendering unless the config
-          # shows the new backend field
-          _side((_S("--disable-cuda-graph", switch=True),
-                 _S("--cuda-graph-backend-decode", since=_NEW_GRAPHS, values=((True, "disabled"), (False, "full")),
-                   needs_field="cuda_graph_backend_decode", hint_field="cuda_graph_backend_decode")),
-                _F("disable_cuda_graph", "disable_decode_cuda_graph")
-                + _F("cuda_graph_backend_decode", read=_equals("disabled")), False),
-          _side(_S("--enforce-eager", switch=True),
-                _F("enforce_eager") + _F("compilation_config.cudagraph_mode", read=_equals("none")), False)),
-    Lever("piecewise_graph_off", "bool",
-          _side((_S("--disable-piecewise-cuda-graph", switch=True, until=_NEW_GRAPHS),
-                 _S("--cuda-graph-backend-prefill", since=_NEW_GRAPHS, values=((True, "disabled"), (False, "full")),
-                   hint_field="cuda_graph_backend_prefill")),
-                _F("disable_piecewise_cuda_graph", "disable_prefill_cuda_graph")
-                + _F("cuda_graph_backend_prefill", read=_equals("disabled")), False),
-          None, note="vLLM: piecewise is part of cudagraph_mode (-cc), no single flag"),
-    Lever("prefill_graph_max", "int",
-          _side((_S("--piecewise-cuda-graph-max-tokens", until=_NEW_GRAPHS),
-                 _S("--cuda-graph-max-bs-prefill", since=_NEW_GRAPHS, hint_field="cuda_graph_max_bs_prefill")),
-                _F("cuda_graph_max_bs_prefill", "piecewise_cuda_graph_max_tokens"),
-                defaults=((None, None), (_NEW_GRAPHS, 2048))),
-          None, bounds=(1, None), growth="pow2"),
-    Lever("torch_compile", "bool",
-          _side(_S("--enable-torch-compile", switch=True), _F("enable_torch_compile"), False),
-          # vLLM compiles by default (V1, 0.8+); only "off" has a flag: -O0
-          _side(_S("-O", attach=True, values=((False, "0"),)),
-                _F("optimization_level", "compilation_config.mode", "compilation_config.level", read=_nonzero),
-                defaults=((None, False), ("0.8", True)))),
-    Lever("torch_compile_max_bs", "int",
-          _side(_S("--torch-compile-max-bs"), _F("torch_compile_max_bs"), 32), None, bounds=(1, None), growth="pow2"),
-    Lever("tp_size", "int",
-          _side(_S("--tp-size"), _F("tp_size", "tensor_parallel_size"), 1),
-          _side(_S("--tensor-parallel-size"), _F("tensor_parallel_size"), 1),
-          bounds=(1, None), growth="pow2"),
-    Lever("pp_size", "int",
-          _side(_S("--pp-size"), _F("pp_size", "pipeline_parallel_size"), 1),
-          _side(_S("--pipeline-parallel-size"), _F("pipeline_parallel_size"), 1),
-          bounds=(1, None), growth="pow2"),
-    Lever("dp_size", "int",
-          _side(_S("--dp-size"), _F("dp_size", "data_parallel_size"), 1),
-          _side(_S("--data-parallel-size"), _F("data_parallel_size"), 1),
-          bounds=(1, None), growth="pow2"),
-    Lever("ep_size", "int",
-          _side(_S("--ep-size"), _F("ep_size", "expert_parallel_size"), 1), None, bounds=(1, None), growth="pow2"),
-    Lever("expert_parallel", "bool",
-          None, _side(_S("--enable-expert-parallel", switch=True), _F("enable_expert_parallel"), False)),
-    Lever("attention_backend", "str",
-          _side(_S("--attention-backend"), _F("attention_backend")),
-          _side(_S("--attention-backend"), _F("attention_backend")),
-          note="older vLLM: env VLLM_ATTENTION_BACKEND"),
-    Lever("custom_all_reduce_off", "bool",
-          _side(_S("--disable-custom-all-reduce", switch=True), _F("disable_custom_all_reduce"), False),
-          _side(_S("--disable-custom-all-reduce", switch=True), _F("disable_custom_all_reduce"), False)),
-    Lever("prefix_cache_off", "bool",
-          _side(_S("--disable-radix-cache", switch=True), _F("disable_radix_cache"), False),
-          _side(_S("--no-enable-prefix-caching", switch=True),
-                _F("no_enable_prefix_caching") + _F("enable_prefix_caching", read=_negate), False)),
-    Lever("mamba_ratio", "float",
-          _side(_S("--mamba-full-memory-ratio"), _F("mamba_full_memory_ratio"), 0.9), None,
-          bounds=(0.05, 4.0), up=1.5, down=1.5, note="mamba-state memory / full-KV memory"),
-    Lever("max_mamba_cache", "int",
-          _side(_S("--max-mamba-cache-size"), _F("max_mamba_cache_size")), None, bounds=(1, None)),
-    Lever("mamba_strategy", "enum",
-          _side(_S("--mamba-scheduler-strategy"), _F("mamba_scheduler_strategy"), "auto"), None,
-          choices=("auto", "no_buffer", "extra_buffer")),
-    Lever("port", "int",
-          _side(_S("--port"), _F("port"), 30000), _side(_S("--port"), _F("port"), 8000),
-          bounds=(1, 65535), growth="increment"),
-    Lever("nccl_port", "int",
-          _side(_S("--nccl-port"), _F("nccl_port")), None, bounds=(1, 65535), growth="increment"),
-    Lever("dist_init_addr", "str", _side(_S("--dist-init-addr"), _F("dist_init_addr")), None),
-    Lever("kv_cache_dtype", "enum",
-          _side(_S("--kv-cache-dtype"), _F("kv_cache_dtype"), "auto"),
-          _side(_S("--kv-cache-dtype"), _F("kv_cache_dtype"), "auto"),
-          choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16")),
-    Lever("quantization", "str",
-          _side(_S("--quantization"), _F("quantization")), _side(_S("--quantization"), _F("quantization"))),
-    Lever("dtype", "enum",
-          _side(_S("--dtype"), _F("dtype"), "auto"), _side(_S("--dtype"), _F("dtype"), "auto"),
-          choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
-    Lever("trust_remote_code", "bool",
-          _side(_S("--trust-remote-code", switch=True), _F("trust_remote_code"), False),
-          _side(_S("--trust-remote-code", switch=True), _F("trust_remote_code"), False)),
-    Lever("speculative_algorithm", "str",
-          _side(_S("--speculative-algorithm"), _F("speculative_algorithm")),
-          _side(_S("--spec-method", since="0.33"), _F("spec_method") + _F("speculative_config", read=_spec_method)),
-          note="vLLM before 0.33: only --speculative-config JSON (not rendered)"),
+# the canonical levers: kind, bounds and arithmetic; each engine's spelling is in engines/<name>.py LEVER_SIDES
+_CANONICAL: tuple[Lever, ...] = (
+    Lever("mem_fraction", "fraction", bounds=(0.05, 0.95), up=0.04, down=0.05),
+    Lever("context_length", "int", bounds=(1, None), align=1024),
+    Lever("max_running", "int", bounds=(1, None)),
+    Lever("prefill_chunk", "int", bounds=(1, None), align=256),
+    Lever("max_prefill_tokens", "int", bounds=(1, None)),
+    Lever("max_total_tokens", "int", bounds=(1, None)),
+    Lever("graph_max_bs", "int", bounds=(1, None), growth="pow2"),
+    Lever("graphs_off", "bool"),
+    Lever("piecewise_graph_off", "bool", note="vLLM: piecewise is part of cudagraph_mode (-cc), no single flag"),
+    Lever("prefill_graph_max", "int", bounds=(1, None), growth="pow2"),
+    Lever("torch_compile", "bool"),
+    Lever("torch_compile_max_bs", "int", bounds=(1, None), growth="pow2"),
+    Lever("tp_size", "int", bounds=(1, None), growth="pow2"),
+    Lever("pp_size", "int", bounds=(1, None), growth="pow2"),
+    Lever("dp_size", "int", bounds=(1, None), growth="pow2"),
+    Lever("ep_size", "int", bounds=(1, None), growth="pow2"),
+    Lever("expert_parallel", "bool"),
+    Lever("attention_backend", "str", note="older vLLM: env VLLM_ATTENTION_BACKEND"),
+    Lever("custom_all_reduce_off", "bool"),
+    Lever("prefix_cache_off", "bool"),
+    Lever("mamba_ratio", "float", bounds=(0.05, 4.0), up=1.5, down=1.5, note="mamba-state memory / full-KV memory"),
+    Lever("max_mamba_cache", "int", bounds=(1, None)),
+    Lever("mamba_strategy", "enum", choices=("auto", "no_buffer", "extra_buffer")),
+    Lever("port", "int", bounds=(1, 65535), growth="increment"),
+    Lever("nccl_port", "int", bounds=(1, 65535), growth="increment"),
+    Lever("dist_init_addr", "str"),
+    Lever("kv_cache_dtype", "enum", choices=("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16")),
+    Lever("quantization", "str"),
+    Lever("dtype", "enum", choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
+    Lever("trust_remote_code", "bool"),
+    Lever("speculative_algorithm", "str", note="vLLM before 0.33: only --speculative-config JSON (not rendered)"),
     Lever("max_seq_len_to_capture", "int",
-          None, _side(_S("--max-seq-len-to-capture", until="0.11"), _F("max_seq_len_to_capture"),
-                      defaults=((None, 8192), ("0.11", None))),
           bounds=(1, None), align=1024, note="vLLM only; gone from current builds (not in 0.33)"),
-    Lever("swap_space", "int", None, _side(_S("--swap-space"), _F("swap_space"), 4), bounds=(0, None),
-          note="GiB of CPU swap per GPU"),
+    Lever("swap_space", "int", bounds=(0, None), note="GiB of CPU swap per GPU"),
     Lever("cpu_offload", "int",
-          _side(_S("--cpu-offload-gb"), _F("cpu_offload_gb"), 0), _side(_S("--cpu-offload-gb"), _F("cpu_offload_gb"), 0),
           bounds=(0, None), note="GiB of weights kept in host RAM per GPU; host memory, not GPU memory"),
-    Lever("watchdog_timeout", "int",
-          _side(_S("--watchdog-timeout"), _F("watchdog_timeout"), 300), None, bounds=(1, None)),
-    Lever("dist_timeout", "int",
-          _side(_S("--dist-timeout"), _F("dist_timeout")),
-          _side(_S("--distributed-timeout-seconds"), _F("distributed_timeout_seconds")), bounds=(1, None)),
+    Lever("watchdog_timeout", "int", bounds=(1, None)),
+    Lever("dist_timeout", "int", bounds=(1, None)),
     Lever("shm", "str",
-          _side((), _F("shm_size")), _side((), _F("shm_size")),
           note="no engine flag: docker --shm-size / the host's /dev/shm (CommandLine.launcher['shm_size'])"),
 )
 
+
+def _with_sides(lv: Lever) -> Lever:
+    """The canonical lever with each registered engine's spelling of it (engines/<name>.py LEVER_SIDES)."""
+    return replace(lv, sides=MappingProxyType({e.name: e.lever_sides[lv.name] for e in _REGISTRY.values()
+                                               if lv.name in e.lever_sides}))
+
+
+def _check_sides() -> None:
+    known = {lv.name for lv in _CANONICAL}
+    for e in _REGISTRY.values():
+        unknown = set(e.lever_sides) - known
+        if unknown:
+            raise ValueError(f"engine {e.name}: spellings for unknown levers {sorted(unknown)}")
+
+
+_check_sides()
+_TABLE: tuple[Lever, ...] = tuple(_with_sides(lv) for lv in _CANONICAL)
+# engines with flag spellings (the fix planner can render their changes)
+ENGINES: tuple[str, ...] = tuple(e.name for e in _REGISTRY.values() if e.lever_sides)
 LEVERS: Mapping[str, Lever] = MappingProxyType({lv.name: lv for lv in _TABLE})
 
 

@@ -10,15 +10,17 @@ repaired and counted by intake.repair (docs/reliability.md).
 """
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Iterable, Mapping
+from pathlib import Path
 
 from logdoctor.engines.prefixes import split_prefix
-from logdoctor.errors import InputError
+from logdoctor.errors import InputError, UsageError
 from logdoctor.formats import Outer, container, journal_export, journal_json, journal_text
 from logdoctor.formats.clean import clean, mostly_control
-from logdoctor.intake import Damage, repair, sniff
+from logdoctor.intake import Damage, repair, repair_lines, sniff
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
 
 EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 200 --no-pager | logdoctor explain"
@@ -226,3 +228,67 @@ def _compose_names(lines: list[str]) -> set[str]:
             if o is not None and o.ident:
                 counts[o.ident] = counts.get(o.ident, 0) + 1
     return {k for k, v in counts.items() if v >= 3 or (v >= 1 and v * 2 >= min(len(lines), 400))}
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# sources: what the API and the CLI read (a file, stdin, text, lines, journal files or the live journal)
+
+def read_any(source, *, strict: bool = True) -> ReadResult:
+    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError)."""
+    if isinstance(source, bytes):
+        if strict:
+            check_bytes(source, "<bytes>")
+        return read_bytes(source, "<bytes>")
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
+                                            and Path(source).exists()):
+        from logdoctor.sources.files import read_source
+        return _read_raw(read_source(source), strict=strict)
+    if isinstance(source, str):
+        data = source.encode("utf-8", "surrogateescape")
+        if strict:
+            check_bytes(data, "<text>")
+        return read_bytes(data, "<text>")
+    if isinstance(source, Iterable):
+        lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else str(ln) for ln in source]
+        lines = [ln[:-1] if ln.endswith("\n") else ln for ln in lines]
+        if strict and not any(ln.strip() for ln in lines):
+            raise InputError("empty input — no log lines")
+        lines, dmg = repair_lines(lines)     # the same policy as for bytes (intake.py)
+        res = read_lines(lines, "<lines>")
+        res.stats.nul_bytes, res.stats.cut_lines, res.stats.cut_bytes, res.stats.long_lines = \
+            dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines
+        res.warnings += dmg.notes
+        return res
+    raise UsageError(f"cannot read a log from {type(source).__name__}")
+
+
+def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=None, journal_files=(),
+                     journal_dir=None) -> ReadResult:
+    """The CLI's sources: journal files / a journal directory / the live journal of a unit, else a file (or stdin
+    when `source` is None or '-'); `lines` keeps the last N entries."""
+    if journal_files or journal_dir or unit:
+        if source:
+            raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
+        from logdoctor.sources.journal import iter_journal_entries
+        entries = list(iter_journal_entries(files=tuple(journal_files), directory=journal_dir, unit=unit, since=since,
+                                            boot=boot, lines=lines))
+        origin = unit or (journal_files[0] if journal_files else journal_dir)
+        if not entries:
+            raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
+        return read_entries(entries, origin)
+    from logdoctor.sources.files import read_source
+    raw = read_source(source)
+    res = _read_raw(raw, strict=True)
+    if lines and not raw.is_journal_file:
+        res.records = [r for r in res.records if r.line > res.stats.read - lines]
+    return res
+
+
+def _read_raw(raw, *, strict: bool) -> ReadResult:
+    """A file's bytes (sources.files.RawInput): a binary journal file through the journal reader, else text."""
+    if raw.is_journal_file:
+        from logdoctor.sources.journal import iter_journal_entries
+        return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
+    if strict:
+        check_bytes(raw.data, raw.origin)
+    return read_bytes(raw.data, raw.origin, damage=raw.damage)

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-# transports: where a line came from
-SERVICE = "service"   # the service's own stdout/stderr (or a raw paste)
-KERNEL = "kernel"     # the kernel ring buffer (journalctl -k, _TRANSPORT=kernel): Xid, OOM killer
-SYSTEMD = "systemd"   # PID 1 / systemd's own lines about the unit (Started, Main process exited, ...)
-META = "meta"         # journalctl's own lines: "-- Boot ... --", "-- No entries --"
+from logdoctor.vocab import Transport
+
+# transports: where a line came from (vocab.TRANSPORTS describes each)
+SERVICE: Transport = "service"   # the service's own stdout/stderr (or a raw paste)
+KERNEL: Transport = "kernel"     # the kernel ring buffer (journalctl -k, _TRANSPORT=kernel): Xid, OOM killer
+SYSTEMD: Transport = "systemd"   # PID 1 / systemd's own lines about the unit (Started, Main process exited, ...)
+META: Transport = "meta"         # journalctl's own lines: "-- Boot ... --", "-- No entries --"
 
 
 @dataclass(slots=True)
@@ -31,7 +33,7 @@ class Record:
     unit: str | None = None       # systemd unit, when known
     pid: int | None = None
     priority: int | None = None   # syslog priority 0..7, when known
-    transport: str = SERVICE
+    transport: Transport = SERVICE
     level: str | None = None      # engine log level (INFO, WARNING, ERROR, ...)
     engine_ts: str | None = None  # the engine's own timestamp text
     proc: str | None = None       # the full process tag, e.g. "TP0 DP1", "EngineCore_DP0", "APIServer/Worker_TP1"

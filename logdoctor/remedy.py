@@ -10,7 +10,8 @@ from logdoctor.timeline import Attempt, Timeline
 
 def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
          ) -> tuple[list[FixStep], list[str]]:
-    """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set")."""
+    """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set").
+    `tried_extra`: lever -> values tried in earlier attempts outside the window (the attempt history)."""
     fixes: list[FixStep] = []
     notes: list[str] = []
     engine, version = tl.engine, tl.engine_version
@@ -19,8 +20,7 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
     for f in rule.fixes:
         if not _when(f, captures, cfg.levers, engine):
             continue
-        flag = lv.flag_for(f.lever, engine, version, cfg.raw) if engine in ("sglang", "vllm") else \
-            lv.flag_for(f.lever, engine, version, cfg.raw)
+        flag = lv.flag_for(f.lever, engine, version, cfg.raw)
         if not flag:
             continue
         current = cfg.levers.get(f.lever)

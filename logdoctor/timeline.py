@@ -9,18 +9,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypedDict
 
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
+from logdoctor.engines import ENGINES
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
-from logdoctor.engines import others, sglang, vllm
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+from logdoctor.vocab import EventKind, PhaseSource
 
 PHASES = mk.PHASES
 PHASE_INDEX = mk.PHASE_INDEX
-_TABLES = {"sglang": (sglang.MARKERS, sglang.DEATHS), "vllm": (vllm.MARKERS, vllm.DEATHS),
-           "tgi": (others.TGI, ()), "trtllm": (others.TRTLLM, ()), "lmdeploy": (others.LMDEPLOY, ())}
+_TABLES = {e.name: (e.markers, e.deaths) for e in ENGINES.values()}
+# an engine that cannot be told: the markers of the engines registered as `unknown_fallback`, in registry order
+_FALLBACK = (tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.markers),
+             tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.deaths))
 
 # traceback function names → the phase they run in (for excerpts without phase markers); first match wins,
 # searched from the innermost frame outwards
@@ -62,10 +66,23 @@ _SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished se
 _FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
 
 
+class SystemdVerdict(TypedDict, total=False):
+    """systemd's verdict on an attempt, merged from its `systemd` events (values as systemd printed them)."""
+
+    code: str          # exited | killed | dumped (Main process exited, code=...)
+    status: str        # exit status or signal number
+    signal: str        # signal name, "None" when systemd named none
+    result: str        # Failed with result '...'
+    oom: str           # "true": the unit's OOM killer verdict
+    stopped_by: str    # "operator": a stop job someone asked for
+    restarts: str      # restart counter
+    timeout: str       # "start": a start operation timed out
+
+
 @dataclass(slots=True)
 class Event:
     line: int
-    kind: str                      # marker | death | systemd | kernel | config | block
+    kind: EventKind                # vocab.EVENT_KINDS: marker | death | systemd | kernel
     name: str
     phase: str | None = None
     rank: str | None = None
@@ -113,13 +130,13 @@ class Attempt:
     ranks: dict[str, RankView]
     config: Config
     phase: str = "unknown"         # where it failed, or the furthest phase reached when it did not
-    phase_source: str = "markers"  # markers | frames | none
+    phase_source: PhaseSource = "markers"  # vocab.PHASE_SOURCES: markers | frames | none
     failed: bool = False
     ready: bool = False
     first_failing_rank: str | None = None
     fatal_line: int = 0            # first fatal line (traceback/death) of the attempt
     start_seen: bool = False       # the launch of this attempt is inside the window
-    systemd: dict[str, str] = field(default_factory=dict)   # result, exit code/status, timeout
+    systemd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())   # result, exit code/status, timeout
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
 
@@ -175,7 +192,7 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
     records, _unit = select_unit(records)
     eng, version = engine_detect.detect(records, engine)
     # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
-    tables = _TABLES.get(eng) or (sglang.MARKERS + vllm.MARKERS, sglang.DEATHS + vllm.DEATHS)
+    tables = _TABLES.get(eng) or _FALLBACK
     chunks = _split_attempts(records, tables[0])
     attempts = [_attempt(i, chunk, eng, version, tables) for i, chunk in enumerate(chunks)]
     if not attempts:
@@ -249,7 +266,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     phase = None                  # attempt-level current phase
     ready_line = 0
     death_lines: list[Event] = []
-    sd: dict[str, str] = {}
+    sd: SystemdVerdict = {}
     kernel: list[Event] = []
     readings: dict[str, float | str] = {}
     start_seen = False
@@ -335,10 +352,16 @@ def _after(phase: str, marker_tab) -> str:
     return phase
 
 
+def _proc_is_rank(engine: str) -> bool:
+    """The engine's process tags (vLLM's EngineCore_DP0, Worker_TP1) stand for ranks where no rank prefix does."""
+    e = ENGINES.get(engine)
+    return e is not None and e.proc_is_rank
+
+
 def _rank_key(r: Record, engine: str) -> str:
     if r.rank:
         return r.rank
-    if r.proc and engine == "vllm":
+    if r.proc and _proc_is_rank(engine):
         return r.proc.split("/")[-1]
     return "main"
 
@@ -424,7 +447,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     ranked = [b for b in after_ready if b.rank]
     if ranked:
         a.first_failing_rank = min(ranked, key=lambda b: b.first_line).rank
-    elif after_ready and engine == "vllm":
+    elif after_ready and _proc_is_rank(engine):
         procs = [b.proc.split("/")[-1] for b in after_ready if b.proc]
         a.first_failing_rank = procs[0] if procs else None
     for v in a.ranks.values():
@@ -439,13 +462,12 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         return
     # phase at the first fatal line, of the failing rank when it has markers of its own
     at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
-    fp, from_frames = None, False
+    fp = None
     # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
     frag = [b for b in a.blocks if b not in after_ready and (not ready_line or b.first_line > ready_line)]
     for b in sorted(after_ready, key=lambda b: b.first_line) + frag:
         fp = frames_phase(b)
         if fp:
-            from_frames = True
             break
     if fp is None:
         fp = _error_phase(after_ready, a)

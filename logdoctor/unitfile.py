@@ -17,6 +17,7 @@ from pathlib import Path
 
 from logdoctor import levers as lv
 from logdoctor.diagnosis import Diagnosis, FixStep
+from logdoctor.engines import ENGINES
 from logdoctor.errors import InputError, UsageError
 
 
@@ -51,7 +52,8 @@ class Change:
 
 _EXEC = re.compile(r"^[ \t]*ExecStart[ \t]*=[ \t]*", re.M)
 _SECTION = re.compile(r"^[ \t]*\[([^\]]+)\][ \t]*$", re.M)
-_ENGINE_CMD = re.compile(r"sglang|vllm|launch_server|text-generation-launcher|trtllm|lmdeploy")
+# words that mark an engine launch command (engines/<name>.py command_words)
+_ENGINE_CMD = re.compile("|".join(w for e in ENGINES.values() for w in e.command_words))
 _SHORT = {"graphs_off": "nograph", "piecewise_graph_off": "nopiecewise", "mem_fraction": "mem", "context_length": "ctx",
           "max_running": "maxrun", "prefill_chunk": "chunk", "graph_max_bs": "graphbs", "tp_size": "tp",
           "attention_backend": "attn", "custom_all_reduce_off": "nocustomar", "torch_compile": "nocompile",

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.errors import InputError, UsageError

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything the tests need (apt packages too; run as root) into .venv and run the test suite.
+# Install everything the tests need (apt packages too; run as root) into .venv, run the style/type checks
+# (scripts/lint.sh) and the test suite.
 # pytest's exit 5 ("no tests collected") is a failure here, not a success.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,8 @@ if ! dpkg -s libsystemd-dev systemd-journal-remote pkg-config gcc >/dev/null 2>&
 fi
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/pip install -q -e '.[test]'
+.venv/bin/pip install -q -e '.[test,dev]'
+bash scripts/lint.sh   # ruff check, ruff format --check (formatted modules), mypy
 set +e
 .venv/bin/python -m pytest -q "$@"
 rc=$?

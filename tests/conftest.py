@@ -1,9 +1,8 @@
-from journal_export import journal_file  # noqa: F401  (real .journal files from export entries; tests/journal_export.py)
-
 import os as _os
 import tempfile as _tempfile
 
 import pytest as _pytest
+from journal_export import journal_file  # noqa: F401  (real .journal files from export entries; tests/journal_export.py)
 
 # No test may write the real user's state dir: every `explain` run (in-process or as a subprocess, which inherits
 # this environment) records into a throwaway history unless a test points LOGDOCTOR_HISTORY somewhere itself.

@@ -10,7 +10,7 @@ and keeps the spacing of the rest.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _LINE = re.compile(r"^(?P<ts>\w{3} [ \d]\d \d\d:\d\d:\d\d) (?P<host>\S+) (?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?"
                    r"(?P<msg>.*)$")
@@ -25,7 +25,7 @@ def entries_from_short(text: str, *, unit: str, host: str | None = None, shift_t
         m = _LINE.match(line)
         if not m:
             continue
-        ts = datetime.strptime(f"{year} {m['ts']}", "%Y %b %d %H:%M:%S").replace(tzinfo=timezone.utc)
+        ts = datetime.strptime(f"{year} {m['ts']}", "%Y %b %d %H:%M:%S").replace(tzinfo=UTC)
         us = int(ts.timestamp()) * 1_000_000 + i          # + i keeps lines of one second in order
         if first_us is None:
             first_us = us

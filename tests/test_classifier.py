@@ -100,7 +100,7 @@ def test_train_command_writes_the_same_bytes_twice(tmp_path):
         if lab.get("failed", True) and lab.get("cause"):
             by_cause.setdefault(lab["cause"], []).append(d)
     subset = tmp_path / "cases"
-    for cause, ds in sorted(by_cause.items())[:4]:
+    for _cause, ds in sorted(by_cause.items())[:4]:
         for d in ds[:4]:
             dst = subset / d.name
             dst.mkdir(parents=True)
@@ -179,9 +179,10 @@ def test_classifier_alone_gets_most_fixtures_right():
 # ---- combination ---------------------------------------------------------------------------------------------------
 
 def _attempt_of(cause: str):
+    import yaml
+
     from logdoctor.api import read_any
     from logdoctor.timeline import build
-    import yaml
     for d in _case_dirs():
         lab = yaml.safe_load((d / "label.yaml").read_text()) or {}
         if lab.get("cause") == cause and lab.get("failed", True):

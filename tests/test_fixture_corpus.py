@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from logdoctor import vocab
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "fixtures" / "journals"
 DEV = REPO.parent / "shared" / "corpus" / "dev"
 OWNED_ELSEWHERE = {"gpu-real", "formats"}  # folders other tooling owns; not case folders of this corpus
 
-CAUSES = {"kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault",
-          "distributed_init", "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch",
-          "illegal_memory_access", "host_oom", "startup_timeout", "unknown"}
-PHASES = {"launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving",
-          "unknown"}
+CAUSES = {*vocab.CAUSES, vocab.UNKNOWN}
+PHASES = set(vocab.PHASES_OR_UNKNOWN)
 FORMATS = {"journal-short", "journal-short-iso", "journal-json", "raw", "docker"}
 ENGINES = {"sglang", "vllm", "tgi", "trtllm", "lmdeploy", "llamacpp", "other"}
 REQUIRED = ["id", "source", "engine", "engine_version", "gpu", "format", "phase", "cause", "secondary", "fix_flags",

@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from logdoctor.history import MIGRATIONS, SCHEMA_VERSION, AttemptRow, History, default_path
 
 ROOT = Path(__file__).resolve().parent.parent

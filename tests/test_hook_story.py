@@ -13,7 +13,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from hookstory import entries_from_short
 from journal_export import journal_remote, make_journal
 

@@ -12,12 +12,12 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from journal_export import make_journal, read_export, write_export
+
 from logdoctor.errors import InputError, UsageError
 from logdoctor.sources import journal as jmod
 from logdoctor.sources.journal import iter_journal_entries, mangle_unit, parse_since
@@ -41,7 +41,7 @@ EXPECTED = [{k: v.decode("utf-8", "replace") for k, v in e.items()} for e in rea
 
 
 def _ts(s: str) -> int:
-    return int(datetime.strptime(s, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()) * 1_000_000
+    return int(datetime.strptime(s, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC).timestamp()) * 1_000_000
 
 
 def _set_tz(value: str | None) -> None:
@@ -327,7 +327,7 @@ def test_since_and_lines_and_unit(sglang_journal):
 
 
 def test_since_relative(journal_file):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)  # TZ=UTC: local midnight
     stamps = {
         "3 days ago": now - timedelta(days=3),

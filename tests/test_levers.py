@@ -55,10 +55,10 @@ def test_table_is_consistent():
     kinds = {"fraction", "float", "int", "bool", "str", "enum"}
     for name, lv in LEVERS.items():
         assert lv.name == name and lv.kind in kinds
-        assert lv.sglang or lv.vllm
+        assert lv.sides
         lo, hi = lv.bounds
         assert lo is None or hi is None or lo < hi
-        for eng in ("sglang", "vllm"):
+        for eng in lv.sides:
             side = lv.side(eng)
             for sp in side.flags if side else ():
                 assert sp.flag.startswith("-")
@@ -279,5 +279,15 @@ def test_step_never_repeats_and_respects_bounds_and_direction(lever, current, op
     assert isinstance(got, int) if lv.kind == "int" else isinstance(got, float)
 
 
-def test_ops_constant():
-    assert set(OPS) == {"set", "raise", "lower", "halve", "double", "enable", "disable"}
+def test_ops_are_the_vocabulary_ops():
+    from logdoctor import vocab
+    assert OPS is vocab.OPS and set(OPS) == set(vocab.FIX_OPS)
+
+
+def test_spellings_come_from_the_engine_modules():
+    from logdoctor.engines import ENGINES as REG
+    for e in REG.values():
+        for lever, side in e.lever_sides.items():
+            assert LEVERS[lever].side(e.name) is side
+    assert set(LEVERS["graphs_off"].sides) == {"sglang", "vllm"}
+    assert "vllm" not in LEVERS["watchdog_timeout"].sides

@@ -76,9 +76,11 @@ def test_interleaved_vllm_tracebacks_any_order(d0, d1, picks, exc):
     lines, i, j = [], 0, 0
     for p in picks:
         if p and i < len(a):
-            lines.append(a[i]); i += 1
+            lines.append(a[i])
+            i += 1
         elif j < len(b):
-            lines.append(b[j]); j += 1
+            lines.append(b[j])
+            j += 1
     lines += a[i:] + b[j:]
     _check(lines, exc, d0, d1)
 

@@ -31,16 +31,15 @@ def test_rules_test_passes():
 
 
 def test_catalogue_is_current():
-    from logdoctor.commands.rules import catalogue_markdown
+    from logdoctor.matching.docgen import catalogue_markdown
     assert (ROOT / "docs" / "rules-catalogue.md").read_text() == catalogue_markdown(load_rules(())), \
         "run: logdoctor rules docs --out docs/rules-catalogue.md"
 
 
 def test_every_taxonomy_cause_has_rules_for_sglang_and_vllm():
     rules = load_rules(())
-    for cause in ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault",
-                  "distributed_init", "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch",
-                  "illegal_memory_access", "host_oom", "startup_timeout"):
+    from logdoctor.vocab import CAUSES
+    for cause in CAUSES:
         for engine in ("sglang", "vllm"):
             assert any(r.cause == cause and r.applies_to(engine) for r in rules), (cause, engine)
 

@@ -13,7 +13,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from hookstory import entries_from_short
 from journal_export import journal_remote, make_journal, write_export
 

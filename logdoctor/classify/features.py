@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import re
 
-FEATURE_VERSION = 2
+from logdoctor.vocab import PHASE_INDEX as _PHASE_INDEX
+from logdoctor.vocab import PHASES, xid_class
 
-# Xid classes: kept in step with matching/conditions.py (engines.md §E); duplicated to keep this module standalone
-XID_HARDWARE = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-XID_APP = {13, 31, 43, 45, 8, 109}
-PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving")
-_PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+FEATURE_VERSION = 2
 
 MAX_TEMPLATE_WORDS = 24
 MAX_ERROR_LINES = 30
@@ -129,10 +126,25 @@ def _fatal_blocks(a):
 
 
 def features(tl, attempt) -> list[str]:
-    """Sorted distinct tokens describing one attempt (see the module docstring for the namespaces)."""
-    from logdoctor.records import SERVICE
+    """Sorted distinct tokens describing one attempt (see the module docstring for the namespaces), one helper per
+    namespace group; the order of the steps matters only for `_mechanism_tokens`, which reads what came before."""
     a = attempt
     acc = _Acc()
+    _state_tokens(acc, tl, a)
+    fatal = _fatal_blocks(a)
+    acc.add("fatal_blocks:" + ("0" if not fatal else "1" if len(fatal) == 1 else "2+"))
+    _exception_tokens(acc, fatal)
+    _error_line_tokens(acc, a)
+    _kernel_tokens(acc, a)
+    _event_tokens(acc, a)
+    _config_tokens(acc, a.config)
+    _shape_tokens(acc, tl, a)
+    _mechanism_tokens(acc, a)
+    return sorted(acc.toks)
+
+
+def _state_tokens(acc: _Acc, tl, a) -> None:
+    """engine, phase and how far the start got."""
     add = acc.add
     engine = tl.engine or "unknown"
     add("engine:" + engine)
@@ -149,12 +161,10 @@ def features(tl, attempt) -> list[str]:
     add("start_seen:" + ("yes" if a.start_seen else "no"))
     add("ready:" + ("yes" if a.ready else "no"))
 
-    fatal = _fatal_blocks(a)
-    add("fatal_blocks:" + ("0" if not fatal else "1" if len(fatal) == 1 else "2+"))
-    in_blocks = set()
-    for b in a.blocks:
-        for r in b.records:
-            in_blocks.add(r.line)
+
+def _exception_tokens(acc: _Acc, fatal) -> None:
+    """The fatal tracebacks: exception types, the chain's texts by position, hints, frames."""
+    add = acc.add
     for b in fatal[:6]:
         if b.kind == "abort":
             add("abort")
@@ -194,8 +204,13 @@ def features(tl, attempt) -> list[str]:
             if root.frames and root.frames[-1].func:
                 add("fn_in:" + root.frames[-1].func)
 
-    # ERROR/CRITICAL lines, bare "XError: ..." lines, and (where the engine prints no level) lines that say they
-    # are errors ("ERROR:    [Errno 98] ..." from uvicorn, "[Errno 28] ..."), outside tracebacks
+
+def _error_line_tokens(acc: _Acc, a) -> None:
+    """ERROR/CRITICAL lines, bare "XError: ..." lines, and (where the engine prints no level) lines that say they
+    are errors ("ERROR:    [Errno 98] ..." from uvicorn, "[Errno 28] ..."), outside tracebacks."""
+    from logdoctor.records import SERVICE
+    add = acc.add
+    in_blocks = {r.line for b in a.blocks for r in b.records}
     n = 0
     seen_tpl: set[str] = set()
     for r in a.records:
@@ -219,16 +234,21 @@ def features(tl, attempt) -> list[str]:
             if n >= MAX_ERROR_LINES:
                 break
 
-    # kernel
+
+def _kernel_tokens(acc: _Acc, a) -> None:
     for e in a.kernel:
         if e.name == "xid":
             x = e.values.get("xid")
-            add(f"xid:{x}")
-            add("xid_class:" + ("hardware" if x in XID_HARDWARE else "app" if x in XID_APP else "other"))
+            acc.add(f"xid:{x}")
+            acc.add("xid_class:" + xid_class(x))
         else:
-            add("kernel:" + e.name)
+            acc.add("kernel:" + e.name)
         acc.text("kern", e.text)
-    # systemd verdict
+
+
+def _event_tokens(acc: _Acc, a) -> None:
+    """systemd's verdict and the death lines."""
+    add = acc.add
     for e in a.events:
         if e.kind == "systemd":
             if e.name == "started":
@@ -250,8 +270,10 @@ def features(tl, attempt) -> list[str]:
                     pass
             acc.text("death", e.text)
 
-    # config
-    cfg = a.config
+
+def _config_tokens(acc: _Acc, cfg) -> None:
+    """Levers in force (booleans by value, others by presence, mem_fraction binned) and environment names."""
+    add = acc.add
     add("config:" + ("known" if cfg.known else "unknown"))
     for name, v in sorted(cfg.levers.items()):
         if v is None:
@@ -269,7 +291,10 @@ def features(tl, attempt) -> list[str]:
     for k in sorted(cfg.env):
         add("env:" + k)
 
-    # shape: attempts, ranks
+
+def _shape_tokens(acc: _Acc, tl, a) -> None:
+    """Attempts in the window and ranks that died."""
+    add = acc.add
     atts = tl.attempts
     add("attempts:" + ("1" if len(atts) <= 1 else "2+"))
     for p in atts:
@@ -281,7 +306,11 @@ def features(tl, attempt) -> list[str]:
     if len(died) == 1 and len(real) >= 2:
         add("rank_alone")
 
-    # mechanisms: what failed (error families), what was going on (engine markers), each crossed with the phase
+
+def _mechanism_tokens(acc: _Acc, a) -> None:
+    """What failed (error families over the texts gathered so far), what was going on (engine markers), each
+    crossed with the phase."""
+    add = acc.add
     ph = a.phase
     for m in mechanisms("\n".join(acc.raw)):
         add("mech:" + m)
@@ -295,7 +324,6 @@ def features(tl, attempt) -> list[str]:
         add("marker:" + name)
     if markers:
         add("last_marker:" + markers[-1])
-    return sorted(acc.toks)
 
 
 # Error families: (name, pattern) over the lowercased decisive texts (exception messages, ERROR lines, kernel,

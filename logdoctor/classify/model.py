@@ -88,7 +88,7 @@ class Model:
         self.ns_weights: dict[str, float] = {k: float(v) for k, v in (data.get("namespace_weights") or {}).items()}
 
     @classmethod
-    def load(cls, path) -> "Model":
+    def load(cls, path) -> Model:
         return cls(json.loads(Path(path).read_text(encoding="utf-8")))
 
     def logits(self, tokens) -> list[float]:

@@ -1,7 +1,7 @@
 """The classifier at explain time: load the shipped model (plain JSON, pure-Python inference) and combine its scores
 with the rule candidates.
 
-Combination (`Classifier.rerank`), in order:
+Combination (`Classifier.rerank` -> matching/decide.combine, where the constants live), in order:
 
 1. A decisive rule wins unchanged. Decisive = the top rule is a strong one (confidence ≥ DECISIVE_CONFIDENCE and
    priority ≥ DECISIVE_PRIORITY) and no candidate of another cause scores within DECISIVE_MARGIN points of it.
@@ -27,36 +27,14 @@ $LOGDOCTOR_CLASSIFIER=PATH uses another model file, =off none.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import Model
+from logdoctor.vocab import CAUSE_TITLES
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "classifier.json"
-DECISIVE_CONFIDENCE = 0.7
-DECISIVE_PRIORITY = 60
-DECISIVE_MARGIN = 5.0         # same "close" gap as rank.confidence
-SWITCH_MARGIN = 0.10
-DISSENT_P = 0.05
-DISSENT_FACTOR = 0.85
-
-CAUSE_TITLES = {
-    "kv_cache_oom": "the KV cache / memory pool did not fit in the memory left after the weights",
-    "weights_oom": "the model weights did not fit in GPU memory",
-    "activation_oom": "GPU memory ran out in a forward pass (profile / warm-up / prefill)",
-    "graph_capture_fault": "CUDA-graph capture failed",
-    "hardware_fault": "a GPU, driver or interconnect fault on this host",
-    "distributed_init": "distributed initialisation (NCCL / gloo / torch.distributed) failed",
-    "port_in_use": "a port the server needs is already in use",
-    "model_load_error": "the model could not be loaded (path, config, weights or tokenizer)",
-    "config_invalid": "the engine rejected an argument value",
-    "kernel_arch_mismatch": "a build / architecture mismatch: a kernel, library or driver does not fit this GPU",
-    "illegal_memory_access": "a device-side crash (illegal memory access / assert) in a kernel",
-    "host_oom": "host RAM ran out: the kernel's OOM killer ended the process",
-    "startup_timeout": "the service was stopped for taking too long to start",
-}
 
 
 class Classifier:
@@ -75,50 +53,10 @@ class Classifier:
 
     # ---- combination ------------------------------------------------------------------------------------------
     def rerank(self, tl, attempt, cands, *, rules=None, probs: dict[str, float] | None = None):
-        from logdoctor.matching.rank import confidence as rules_confidence
+        """Rules + this model's probabilities -> re-ranked candidates; the policy is matching/decide.combine."""
+        from logdoctor.matching.decide import combine
         probs = probs if probs is not None else self.proba(tl, attempt)
-        order = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
-        top_cause, top_p = order[0]
-        confident = top_p >= self.threshold
-
-        if not cands:                                                           # 2. fill in
-            if not confident:
-                return []
-            return [self._synth(tl, attempt, top_cause, top_p, rules, 0.0)] + \
-                [self._synth(tl, attempt, c, p, rules, 0.0, alternative=True) for c, p in order[1:3] if p >= 0.05]
-
-        top = cands[0]
-        rival = next((c for c in cands[1:] if c.cause != top.cause), None)
-        gap = top.score - rival.score if rival is not None else float("inf")
-        strong = top.rule.confidence >= DECISIVE_CONFIDENCE and top.rule.priority >= DECISIVE_PRIORITY
-        p_rule = probs.get(top.cause, 0.0)
-        knows = top.cause in probs       # a cause the model never saw has p = 0 by ignorance, not by dissent
-
-        if strong and gap >= DECISIVE_MARGIN:                                   # 1. decisive rule
-            if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
-                conf = rules_confidence(cands) * DISSENT_FACTOR
-                return [replace(top, confidence=round(conf, 2))] + list(cands[1:])
-            return list(cands)
-
-        if gap < DECISIVE_MARGIN:                                               # 3. close call
-            contenders: list[str] = []
-            for c in cands:
-                if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
-                    contenders.append(c.cause)
-            best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
-            switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
-            win_cause = best if switch else top.cause
-            win = next(c for c in cands if c.cause == win_cause)
-            rest = [c for c in cands if c is not win]
-            reduced = rules_confidence([win] + rest)
-            conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
-            return [replace(win, confidence=round(min(conf, 0.99), 2))] + rest
-
-        # 4. weak rules only
-        if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
-            syn = self._synth(tl, attempt, top_cause, top_p, rules, top.score)
-            return [syn] + list(cands)
-        return list(cands)
+        return combine(self, tl, attempt, cands, probs, rules)
 
     # ---- the synthesised candidate ----------------------------------------------------------------------------
     def _rules(self, rules):
@@ -157,7 +95,7 @@ class Classifier:
                 for k, v in m.items():
                     if k in ("all", "any") and isinstance(v, list):
                         parts += v
-                    elif k not in ("none", "not", "scope", "rank", "capture"):
+                    elif k not in ("none", "not", "scope"):
                         parts.append({k: v})
             n = 0
             for p in parts:
@@ -188,7 +126,8 @@ class Classifier:
         key, best = min(scored, key=lambda kr: kr[0])
         return best, not key[0]
 
-    def _synth(self, tl, attempt, cause: str, p: float, rules, score: float, *, alternative: bool = False):
+    def synth(self, tl, attempt, cause: str, p: float, rules, score: float, *, alternative: bool = False):
+        """A candidate for `cause` from the classifier (no rule fired, or it overrides weak ones)."""
         from logdoctor.matching.conditions import Hit
         from logdoctor.matching.loader import Rule
         from logdoctor.matching.rank import Candidate
@@ -223,8 +162,12 @@ class Classifier:
         return s.replace("{", "{{").replace("}", "}}")
 
 
-_EVIDENCE_LEAVES = frozenset(("message", "error", "inner", "wrapper", "exception", "frame", "file", "hint", "kernel",
-                              "xid", "systemd", "exit_code"))
+def _evidence_leaves() -> frozenset[str]:
+    from logdoctor.matching.conditions import LEAVES
+    return frozenset(name for name, lf in LEAVES.items() if lf.evidence)
+
+
+_EVIDENCE_LEAVES = _evidence_leaves()
 
 
 def _has_evidence_leaf(cond) -> bool:
@@ -253,7 +196,7 @@ def _evidence_only(cond):
             sub = [x for x in (_evidence_only(c) for c in v) if x]
             if sub:
                 out[k] = sub
-        elif k in _EVIDENCE_LEAVES or k in ("scope", "rank", "capture"):
+        elif k in _EVIDENCE_LEAVES or k == "scope":
             out[k] = v
         elif k in ("none", "not"):
             out[k] = v

@@ -35,6 +35,9 @@ from scipy.optimize import minimize_scalar
 
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import FORMAT, vectorise
+from logdoctor.corpus import Case
+from logdoctor.records import ReadResult
+from logdoctor.timeline import Timeline
 
 SEED = 0
 N_BUCKETS = 1 << 18
@@ -80,15 +83,15 @@ class Example:
 class Parsed:
     """A case read and built once (eval --cv reuses it for training and for diagnosing)."""
 
-    case: object
-    res: object = None
-    tl: object = None
+    case: Case
+    res: ReadResult | None = None
+    tl: Timeline | None = None
     error: str | None = None
     example: Example | None = None
 
 
 def parse_cases(cases) -> list[Parsed]:
-    from logdoctor.api import read_any
+    from logdoctor.read import read_any
     from logdoctor.timeline import build
     out = []
     for case in sorted(cases, key=lambda c: c.id):
@@ -113,7 +116,7 @@ def parse_cases(cases) -> list[Parsed]:
 
 
 def load_examples(dirs) -> list[Example]:
-    from logdoctor.evaluation import load_cases
+    from logdoctor.corpus import load_cases
     return [p.example for p in parse_cases(load_cases(dirs)) if p.example is not None]
 
 

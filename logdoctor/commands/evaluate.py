@@ -36,7 +36,7 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
                               indent=2, default=str))
         return
     import pandas as pd
-    for m, (results, s) in report.items():
+    for m, (_, s) in report.items():
         click.echo(f"== {m}: {s['cases']} cases" + (f" ({cv}-fold grouped cross-validation)" if cv else ""))
         for k, v in s.items():
             if k != "cases":

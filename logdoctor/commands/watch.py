@@ -8,8 +8,9 @@ import sys
 import click
 
 from logdoctor.commands.history import history_options, open_from_options
+from logdoctor.engines import ENGINE_NAMES
 
-ENGINES = ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")
+ENGINES = ("auto", *ENGINE_NAMES)   # the engine registry (engines/__init__.py)
 
 
 @click.command("watch")

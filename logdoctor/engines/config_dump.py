@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import pyparsing as pp
 
+from logdoctor.engines import ENGINES as _REGISTRY
+
 __all__ = [
     "ConfigDump",
     "CommandLine",
@@ -370,34 +372,20 @@ _WRAPPERS = {"exec", "nohup", "time", "command", "builtin"}
 _NOT_LAUNCH = {"cd", "export", "source", ".", "echo", "printf", "mkdir", "set", "ulimit", "umask", "trap", "sleep",
                "rm", "cp", "mv", "tee", "grep", "cat", "true", "false", "test", "[", "wait", "unset", "logger"}
 _LAUNCH_WORDS = {"env", "exec", "nohup", "sudo", "docker", "podman", "nvidia-docker", "bash", "sh", "numactl",
-                 "taskset", "uv", "conda", "poetry", "pipenv", "vllm", "sglang", "stdbuf", "nice", "timeout"}
+                 "taskset", "uv", "conda", "poetry", "pipenv", "stdbuf", "nice", "timeout"}
 
-# Flag aliases per engine, after dash->underscore normalisation (argparse dest names).
-_ALIASES: dict[str, dict[str, str]] = {
-    "sglang": {
-        "tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
-        "ep": "ep_size", "expert_parallel_size": "ep_size", "pp": "pp_size", "pipeline_parallel_size": "pp_size",
-        "model": "model_path", "tokenizer": "tokenizer_path",
-    },
-    "vllm": {
-        "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
-        "dcp": "decode_context_parallel_size", "O": "optimization_level", "cc": "compilation_config",
-        "q": "quantization", "ac": "attention_config",
-    },
-}
-# Flags that take one or more values (argparse nargs='+'): always a list.
-_NARGS: dict[str, frozenset[str]] = {
-    "sglang": frozenset({"cuda_graph_bs", "cuda_graph_bs_decode", "cuda_graph_bs_prefill", "lora_paths",
-                         "piecewise_cuda_graph_tokens"}),
-    "vllm": frozenset({"served_model_name", "cudagraph_capture_sizes", "lora_modules", "allowed_origins",
-                       "middleware", "cuda_graph_sizes"}),
-}
-_ENGINE_HINTS: dict[str, frozenset[str]] = {  # flags only one engine has
-    "sglang": frozenset({"model_path", "mem_fraction_static", "tp_size", "tp", "context_length",
-                         "chunked_prefill_size", "disable_cuda_graph", "max_running_requests", "cuda_graph_max_bs"}),
-    "vllm": frozenset({"gpu_memory_utilization", "max_model_len", "max_num_seqs", "enforce_eager",
-                       "max_num_batched_tokens", "pipeline_parallel_size", "speculative_config"}),
-}
+# Per engine with a command-line grammar (engines/<name>.py: FLAG_ALIASES, NARGS_FLAGS, HINT_FLAGS), after
+# dash->underscore normalisation (argparse dest names): aliases, flags taking one or more values (always a list),
+# and flags only that engine has (to tell the engine of a bare fragment).
+_GRAMMAR = tuple(e for e in _REGISTRY.values() if e.command_line)
+_ALIASES: dict[str, dict[str, str]] = {e.name: dict(e.flag_aliases) for e in _GRAMMAR}
+_NARGS: dict[str, frozenset[str]] = {e.name: e.nargs_flags for e in _GRAMMAR}
+_ENGINE_HINTS: dict[str, frozenset[str]] = {e.name: e.hint_flags for e in _GRAMMAR}
+# without a known engine: every grammar's aliases, the earlier-registered engine winning a clash
+_ALL_ALIASES: dict[str, str] = {k: v for e in reversed(_GRAMMAR) for k, v in e.flag_aliases.items()}
+_ALL_NARGS: frozenset[str] = frozenset().union(*_NARGS.values())
+_NO_NEGATES = frozenset(e.name for e in _GRAMMAR if e.no_flags_negate)
+_LAUNCH_WORDS |= {e.name for e in _GRAMMAR}   # `vllm serve ...`, `sglang serve ...`
 _SWITCH_PREFIXES = ("enable_", "disable_", "enforce_", "skip_", "allow_", "no_")
 _SWITCHES = frozenset({"trust_remote_code", "enforce_eager", "served_model_name_as_default", "log_requests",
                        "disable_log_requests", "disable_log_stats", "headless", "show_time_cost", "enable_metrics"})
@@ -448,12 +436,12 @@ def _coerce(s: str) -> object:
 
 
 def _engine_of(*names: str | None) -> str | None:
+    """The first engine (with a command-line grammar) whose name appears in a module/program/image/script name."""
     for n in names:
         low = (n or "").lower()
-        if "sglang" in low:
-            return "sglang"
-        if "vllm" in low:
-            return "vllm"
+        for e in _GRAMMAR:
+            if e.name in low:
+                return e.name
     return None
 
 
@@ -577,8 +565,8 @@ def _unit_text(text: str, env: dict[str, str]) -> str:
 
 
 def _parse_flags(toks: list[str], engine: str | None, args: dict[str, object], pos: list[str]) -> None:
-    aliases = _ALIASES.get(engine or "", {}) if engine else {**_ALIASES["vllm"], **_ALIASES["sglang"]}
-    nargs = _NARGS.get(engine or "", _NARGS["sglang"] | _NARGS["vllm"])
+    aliases = _ALIASES.get(engine or "", {}) if engine else _ALL_ALIASES
+    nargs = _NARGS.get(engine or "", _ALL_NARGS)
     i = 0
     while i < len(toks):
         t = toks[i]
@@ -615,7 +603,7 @@ def _parse_flags(toks: list[str], engine: str | None, args: dict[str, object], p
                 i += nxt in _BOOL_WORDS
             else:
                 val, i = _coerce(nxt), i + 1
-            if val is True and engine == "vllm" and key.startswith("no_") and not dot:
+            if val is True and engine in _NO_NEGATES and key.startswith("no_") and not dot:
                 key, val = key[3:], False  # argparse BooleanOptionalAction: --no-enable-prefix-caching
         if dot:  # vLLM dotted sub-options: --compilation-config.mode 3, -O.cudagraph_mode=NONE
             if base == "optimization_level":
@@ -635,18 +623,7 @@ def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
     quoted JSON values become dicts/lists. ``engine`` overrides detection (module, program or image name)."""
     env: dict[str, str] = {}
     launcher: dict[str, object] = {}
-    body = _unit_text(text, env)
-    toks = _split(body)
-    segs = _segments(toks) or [[]]
-    # the segment that launches the engine: `cd /opt/sglang && exec python -m sglang...`, `... | tee log`
-    cands = [s for s in segs if s and s[0] not in _NOT_LAUNCH and any(map(_starts, s))]
-    chosen = next((s for s in cands if _engine_of(*s[:40])), cands[0] if cands else segs[0])
-    for s in segs:  # `export A=1; python ...` / `A=1 && ...`
-        if s is not chosen and s[0] == "export":
-            for t in s[1:]:
-                if m := _ASSIGN_RE.match(t):
-                    env[m.group(1)] = m.group(2)
-    toks = _drop_redirects(chosen)
+    toks = _drop_redirects(_launch_segment(_unit_text(text, env), env))
     toks = toks[_find_start(toks):]
 
     program: str | None = None
@@ -711,15 +688,35 @@ def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
             rest = toks
             break
 
-    script = rest[0] if program and _PY_RE.match(program.rsplit("/", 1)[-1]) and not module and rest else None
-    eng = engine or _engine_of(module, program and program.rsplit("/", 1)[-1], str(launcher.get("image") or ""),
-                               script)
-    if eng is None:  # a bare fragment ("--model-path X --tp 2"): the flags themselves tell
-        names = {t.lstrip("-").partition("=")[0].replace("-", "_") for t in rest if _is_flag(t)}
-        hits = {e: len(names & hints) for e, hints in _ENGINE_HINTS.items()}
-        if max(hits.values()) > 0 and len(set(hits.values())) > 1:
-            eng = max(hits, key=hits.__getitem__)
+    eng = engine or _guess_engine(program, module, launcher, rest)
     args: dict[str, object] = {}
     pos: list[str] = []
     _parse_flags(rest, eng, args, pos)
     return CommandLine(program, module, env, args, pos, eng, launcher)
+
+
+def _launch_segment(body: str, env: dict[str, str]) -> list[str]:
+    """The shell segment that launches the engine (`cd /opt/sglang && exec python -m sglang...`, `... | tee log`);
+    `export A=1` segments around it add to `env`."""
+    segs = _segments(_split(body)) or [[]]
+    cands = [s for s in segs if s and s[0] not in _NOT_LAUNCH and any(map(_starts, s))]
+    chosen = next((s for s in cands if _engine_of(*s[:40])), cands[0] if cands else segs[0])
+    for s in segs:  # `export A=1; python ...` / `A=1 && ...`
+        if s is not chosen and s[0] == "export":
+            for t in s[1:]:
+                if m := _ASSIGN_RE.match(t):
+                    env[m.group(1)] = m.group(2)
+    return chosen
+
+
+def _guess_engine(program: str | None, module: str | None, launcher: dict, rest: list[str]) -> str | None:
+    """The engine from the module, program, image or script name; for a bare fragment ("--model-path X --tp 2"),
+    from the flags only one engine has."""
+    script = rest[0] if program and _PY_RE.match(program.rsplit("/", 1)[-1]) and not module and rest else None
+    eng = _engine_of(module, program and program.rsplit("/", 1)[-1], str(launcher.get("image") or ""), script)
+    if eng is None:
+        names = {t.lstrip("-").partition("=")[0].replace("-", "_") for t in rest if _is_flag(t)}
+        hits = {e: len(names & hints) for e, hints in _ENGINE_HINTS.items()}
+        if max(hits.values()) > 0 and len(set(hits.values())) > 1:
+            eng = max(hits, key=hits.__getitem__)
+    return eng

@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving")
-PHASE_INDEX = {p: i for i, p in enumerate(PHASES)}
+from logdoctor.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDEX re-exported (timeline, older callers)
 
 
 @dataclass(frozen=True)
@@ -18,10 +17,9 @@ class Marker:
     name: str
     pattern: str
     phase: str                 # the phase this line belongs to
-    edge: str = "point"        # begin | end | point | ready | config | version | death
+    edge: Edge = "point"       # vocab.EDGES: begin | end | point | ready | config | version | death
     then: str | None = None    # for edge=end: the phase that starts after it
     keyword: str = ""          # cheap substring(s), "a|b", one of which must be present before the regex runs
-    rank0_only: bool = False
     sums: tuple[str, ...] = ()  # readings that add up per rank when the marker repeats (target + draft weights)
     regex: re.Pattern = field(init=False, repr=False, compare=False)
 

@@ -1,7 +1,16 @@
 """SGLang phase markers, both wordings (classic ≤0.5.16/0.5.21 and 0.5.17+/0.5.22+/0.5.23); engines.md §A."""
 from __future__ import annotations
 
+import re
+from types import MappingProxyType
+
+from logdoctor.engines.engine import Engine
 from logdoctor.engines.markers import COMMON_DEATHS, Marker
+from logdoctor.engines.spelling import F as _F
+from logdoctor.engines.spelling import S as _S
+from logdoctor.engines.spelling import Side
+from logdoctor.engines.spelling import equals as _equals
+from logdoctor.engines.spelling import side as _side
 
 NAME = "sglang"
 # strings that identify SGLang output even without its line prefix (traceback paths, launcher names)
@@ -71,3 +80,155 @@ DEATHS: tuple[Marker, ...] = (
     Marker("watchdog", r"(?P<watchdog>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<watchdog_timeout>[\d.]+)", "launch", "death",
            keyword="watchdog timeout"),
 ) + COMMON_DEATHS
+
+
+# ---- version: SGLang often prints no version; its wording dates it (engines.md §A)
+_VERSION = re.compile(r"sglang(?:==|\s+version\s+|-)(?P<v>\d+\.\d+\.\d+[\w.]*)")
+# wordings SGLang introduced in 0.5.17 (engines.md §A, §C): per-runner graph lines and the renamed graph flags
+_SGL_017 = re.compile(r"CUDA graph begin\. backend=|Capture (?:target|draft) (?:decode|verify|extend|prefill) CUDA graph|"
+                      r"--cuda-graph-max-bs-decode|--cuda-graph-backend-(?:decode|prefill)|Initialized DFLASH draft runner")
+
+
+def infer_version(records) -> str | None:
+    """Date a build that printed no version from the wordings it introduced."""
+    best = None
+    for r in records:
+        m = r.msg
+        if m.startswith("server_args={"):
+            return ">=0.5.23"
+        if m.startswith("Init parallel "):
+            best = ">=0.5.22"
+        elif best is None and (_SGL_017.search(m)):
+            best = ">=0.5.17"
+    return best
+
+
+# ---- config: what the scheduler resolved at start-up ("max_total_num_tokens=..., chunked_prefill_size=...")
+_RESOLVED = {"max_running_requests": "max_running_requests", "context_len": "context_length",
+             "chunked_prefill_size": "chunked_prefill_size", "max_total_num_tokens": "max_total_tokens"}
+
+
+def resolved_config(msg: str) -> dict:
+    if "max_total_num_tokens=" not in msg:
+        return {}
+    vals = dict(re.findall(r"(\w+)=(-?[\d.]+)", msg))
+    return {_RESOLVED[k]: _num(v) for k, v in vals.items() if k in _RESOLVED}
+
+
+def _num(v: str):
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+# ---- flags: aliases (argparse dest names), multi-value flags, flags only SGLang has
+FLAG_ALIASES = MappingProxyType({
+    "tp": "tp_size", "tensor_parallel_size": "tp_size", "dp": "dp_size", "data_parallel_size": "dp_size",
+    "ep": "ep_size", "expert_parallel_size": "ep_size", "pp": "pp_size", "pipeline_parallel_size": "pp_size",
+    "model": "model_path", "tokenizer": "tokenizer_path",
+})
+NARGS_FLAGS = frozenset({"cuda_graph_bs", "cuda_graph_bs_decode", "cuda_graph_bs_prefill", "lora_paths",
+                         "piecewise_cuda_graph_tokens"})
+HINT_FLAGS = frozenset({"model_path", "mem_fraction_static", "tp_size", "tp", "context_length",
+                        "chunked_prefill_size", "disable_cuda_graph", "max_running_requests", "cuda_graph_max_bs"})
+
+# ---- levers: how SGLang spells each canonical lever (levers.py; engines.md §D)
+_NEW_GRAPHS = "0.5.17"  # SGLang: cuda_graph_{backend,max_bs,bs}_{decode,prefill}
+LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType({
+    "mem_fraction":
+        _side(_S("--mem-fraction-static"), _F("mem_fraction_static")),  # None: auto ~0.8-0.9 by GPU and TP
+    "context_length":
+        _side(_S("--context-length"), _F("context_length", "context_len")),
+    "max_running":
+        _side(_S("--max-running-requests"), _F("max_running_requests")),
+    "prefill_chunk":
+        _side(_S("--chunked-prefill-size"), _F("chunked_prefill_size")),  # -1 disables chunking
+    "max_prefill_tokens":
+        _side(_S("--max-prefill-tokens"), _F("max_prefill_tokens"), 16384),
+    "max_total_tokens":
+        _side(_S("--max-total-tokens"), _F("max_total_tokens")),
+    "graph_max_bs":
+        _side((_S("--cuda-graph-max-bs", until=_NEW_GRAPHS),
+               _S("--cuda-graph-max-bs-decode", since=_NEW_GRAPHS, hint_field="cuda_graph_max_bs_decode")),
+              _F("cuda_graph_max_bs_decode", "cuda_graph_max_bs")),
+    # the classic flag stays a deprecated alias in 0.5.17+, so it is the safe rendering unless the config
+    # shows the new backend field
+    "graphs_off":
+        _side((_S("--disable-cuda-graph", switch=True),
+               _S("--cuda-graph-backend-decode", since=_NEW_GRAPHS, values=((True, "disabled"), (False, "full")),
+                 needs_field="cuda_graph_backend_decode", hint_field="cuda_graph_backend_decode")),
+              _F("disable_cuda_graph", "disable_decode_cuda_graph")
+              + _F("cuda_graph_backend_decode", read=_equals("disabled")), False),
+    "piecewise_graph_off":
+        _side((_S("--disable-piecewise-cuda-graph", switch=True, until=_NEW_GRAPHS),
+               _S("--cuda-graph-backend-prefill", since=_NEW_GRAPHS, values=((True, "disabled"), (False, "full")),
+                 hint_field="cuda_graph_backend_prefill")),
+              _F("disable_piecewise_cuda_graph", "disable_prefill_cuda_graph")
+              + _F("cuda_graph_backend_prefill", read=_equals("disabled")), False),
+    "prefill_graph_max":
+        _side((_S("--piecewise-cuda-graph-max-tokens", until=_NEW_GRAPHS),
+               _S("--cuda-graph-max-bs-prefill", since=_NEW_GRAPHS, hint_field="cuda_graph_max_bs_prefill")),
+              _F("cuda_graph_max_bs_prefill", "piecewise_cuda_graph_max_tokens"),
+              defaults=((None, None), (_NEW_GRAPHS, 2048))),
+    "torch_compile":
+        _side(_S("--enable-torch-compile", switch=True), _F("enable_torch_compile"), False),
+    "torch_compile_max_bs":
+        _side(_S("--torch-compile-max-bs"), _F("torch_compile_max_bs"), 32),
+    "tp_size":
+        _side(_S("--tp-size"), _F("tp_size", "tensor_parallel_size"), 1),
+    "pp_size":
+        _side(_S("--pp-size"), _F("pp_size", "pipeline_parallel_size"), 1),
+    "dp_size":
+        _side(_S("--dp-size"), _F("dp_size", "data_parallel_size"), 1),
+    "ep_size":
+        _side(_S("--ep-size"), _F("ep_size", "expert_parallel_size"), 1),
+    "attention_backend":
+        _side(_S("--attention-backend"), _F("attention_backend")),
+    "custom_all_reduce_off":
+        _side(_S("--disable-custom-all-reduce", switch=True), _F("disable_custom_all_reduce"), False),
+    "prefix_cache_off":
+        _side(_S("--disable-radix-cache", switch=True), _F("disable_radix_cache"), False),
+    "mamba_ratio":
+        _side(_S("--mamba-full-memory-ratio"), _F("mamba_full_memory_ratio"), 0.9),
+    "max_mamba_cache":
+        _side(_S("--max-mamba-cache-size"), _F("max_mamba_cache_size")),
+    "mamba_strategy":
+        _side(_S("--mamba-scheduler-strategy"), _F("mamba_scheduler_strategy"), "auto"),
+    "port":
+        _side(_S("--port"), _F("port"), 30000),
+    "nccl_port":
+        _side(_S("--nccl-port"), _F("nccl_port")),
+    "dist_init_addr":
+        _side(_S("--dist-init-addr"), _F("dist_init_addr")),
+    "kv_cache_dtype":
+        _side(_S("--kv-cache-dtype"), _F("kv_cache_dtype"), "auto"),
+    "quantization":
+        _side(_S("--quantization"), _F("quantization")),
+    "dtype":
+        _side(_S("--dtype"), _F("dtype"), "auto"),
+    "trust_remote_code":
+        _side(_S("--trust-remote-code", switch=True), _F("trust_remote_code"), False),
+    "speculative_algorithm":
+        _side(_S("--speculative-algorithm"), _F("speculative_algorithm")),
+    "cpu_offload":
+        _side(_S("--cpu-offload-gb"), _F("cpu_offload_gb"), 0),
+    "watchdog_timeout":
+        _side(_S("--watchdog-timeout"), _F("watchdog_timeout"), 300),
+    "dist_timeout":
+        _side(_S("--dist-timeout"), _F("dist_timeout")),
+    "shm":
+        _side((), _F("shm_size")),
+})
+
+ENGINE = Engine(
+    name=NAME, title="SGLang", signatures=SIGNATURES, markers=MARKERS, deaths=DEATHS,
+    version_pattern=_VERSION, version_keywords=("sglang",), version_lower=True, banner_names=("sglang",),
+    infer_version=infer_version, launch_pattern=r"sglang\.launch_server", command_words=("sglang", "launch_server"),
+    command_line=True,
+    flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
+    unknown_fallback=True, lever_sides=LEVER_SIDES,
+)

@@ -1,7 +1,19 @@
 """vLLM phase markers (V1, with the V0 wordings that are cheap to keep); engines.md §B."""
 from __future__ import annotations
 
+import re
+from types import MappingProxyType
+
+from logdoctor.engines.engine import Engine
 from logdoctor.engines.markers import COMMON_DEATHS, Marker
+from logdoctor.engines.spelling import F as _F
+from logdoctor.engines.spelling import S as _S
+from logdoctor.engines.spelling import Side
+from logdoctor.engines.spelling import equals as _equals
+from logdoctor.engines.spelling import negate as _negate
+from logdoctor.engines.spelling import nonzero as _nonzero
+from logdoctor.engines.spelling import side as _side
+from logdoctor.engines.spelling import spec_method as _spec_method
 
 NAME = "vllm"
 SIGNATURES = ("vllm.entrypoints", "--gpu-memory-utilization", "gpu_memory_utilization", "/vllm/", "vllm serve", "vLLM server version", "vLLM API server version",
@@ -76,3 +88,103 @@ DEATHS: tuple[Marker, ...] = (
            keyword="alue error"),
     Marker("engine_dead", r"EngineDeadError", "launch", "death", keyword="EngineDeadError"),
 ) + COMMON_DEATHS
+
+
+_VERSION = re.compile(r"(?:vLLM (?:server|API server) version|LLM engine \(v)\s*v?(?P<v>\d+\.\d+[\w.+-]*?)(?:[,)]|\s|$)")
+_MAX_LEN = re.compile(r"Using max model len (\d+)")
+_CHUNKED = re.compile(r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)")
+
+
+def resolved_config(msg: str) -> dict:
+    """What vLLM resolved at start-up: the max model len and the chunked-prefill budget."""
+    out: dict = {}
+    m = _MAX_LEN.search(msg)
+    if m:
+        out["max_model_len"] = int(m.group(1))
+    m = _CHUNKED.search(msg)
+    if m:
+        out["max_num_batched_tokens"] = int(m.group(1))
+    return out
+
+
+# ---- flags: aliases (argparse dest names), multi-value flags, flags only vLLM has
+FLAG_ALIASES = MappingProxyType({
+    "tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+    "dcp": "decode_context_parallel_size", "O": "optimization_level", "cc": "compilation_config",
+    "q": "quantization", "ac": "attention_config",
+})
+NARGS_FLAGS = frozenset({"served_model_name", "cudagraph_capture_sizes", "lora_modules", "allowed_origins",
+                         "middleware", "cuda_graph_sizes"})
+HINT_FLAGS = frozenset({"gpu_memory_utilization", "max_model_len", "max_num_seqs", "enforce_eager",
+                        "max_num_batched_tokens", "pipeline_parallel_size", "speculative_config"})
+
+# ---- levers: how vLLM spells each canonical lever (levers.py; engines.md §D)
+LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType({
+    "mem_fraction":
+        _side(_S("--gpu-memory-utilization"), _F("gpu_memory_utilization"),
+              defaults=((None, 0.9), ("0.33", 0.92))),
+    "context_length":
+        _side(_S("--max-model-len"), _F("max_model_len", "max_seq_len")),
+    "max_running":
+        _side(_S("--max-num-seqs"), _F("max_num_seqs")),  # 1024 on >=70 GB non-A100 GPUs, else 256
+    "prefill_chunk":
+        _side(_S("--max-num-batched-tokens"), _F("max_num_batched_tokens")),  # 2048..16384 by GPU
+    "graph_max_bs":
+        _side(_S("--max-cudagraph-capture-size"),
+              _F("max_cudagraph_capture_size", "compilation_config.max_cudagraph_capture_size",
+                "compilation_config.max_capture_size")),
+    "graphs_off":
+        _side(_S("--enforce-eager", switch=True),
+              _F("enforce_eager") + _F("compilation_config.cudagraph_mode", read=_equals("none")), False),
+    # vLLM compiles by default (V1, 0.8+); only "off" has a flag: -O0
+    "torch_compile":
+        _side(_S("-O", attach=True, values=((False, "0"),)),
+              _F("optimization_level", "compilation_config.mode", "compilation_config.level", read=_nonzero),
+              defaults=((None, False), ("0.8", True))),
+    "tp_size":
+        _side(_S("--tensor-parallel-size"), _F("tensor_parallel_size"), 1),
+    "pp_size":
+        _side(_S("--pipeline-parallel-size"), _F("pipeline_parallel_size"), 1),
+    "dp_size":
+        _side(_S("--data-parallel-size"), _F("data_parallel_size"), 1),
+    "expert_parallel":
+        _side(_S("--enable-expert-parallel", switch=True), _F("enable_expert_parallel"), False),
+    "attention_backend":
+        _side(_S("--attention-backend"), _F("attention_backend")),
+    "custom_all_reduce_off":
+        _side(_S("--disable-custom-all-reduce", switch=True), _F("disable_custom_all_reduce"), False),
+    "prefix_cache_off":
+        _side(_S("--no-enable-prefix-caching", switch=True),
+              _F("no_enable_prefix_caching") + _F("enable_prefix_caching", read=_negate), False),
+    "port":
+        _side(_S("--port"), _F("port"), 8000),
+    "kv_cache_dtype":
+        _side(_S("--kv-cache-dtype"), _F("kv_cache_dtype"), "auto"),
+    "quantization":
+        _side(_S("--quantization"), _F("quantization")),
+    "dtype":
+        _side(_S("--dtype"), _F("dtype"), "auto"),
+    "trust_remote_code":
+        _side(_S("--trust-remote-code", switch=True), _F("trust_remote_code"), False),
+    "speculative_algorithm":
+        _side(_S("--spec-method", since="0.33"), _F("spec_method") + _F("speculative_config", read=_spec_method)),
+    "max_seq_len_to_capture":
+        _side(_S("--max-seq-len-to-capture", until="0.11"), _F("max_seq_len_to_capture"),
+              defaults=((None, 8192), ("0.11", None))),
+    "swap_space":
+        _side(_S("--swap-space"), _F("swap_space"), 4),
+    "cpu_offload":
+        _side(_S("--cpu-offload-gb"), _F("cpu_offload_gb"), 0),
+    "dist_timeout":
+        _side(_S("--distributed-timeout-seconds"), _F("distributed_timeout_seconds")),
+    "shm":
+        _side((), _F("shm_size")),
+})
+
+ENGINE = Engine(
+    name=NAME, title="vLLM", signatures=SIGNATURES, markers=MARKERS, deaths=DEATHS,
+    version_pattern=_VERSION, version_keywords=("version", "LLM engine (v"), version_strip=".,", banner_names=("vllm",),
+    launch_pattern=r"vllm\.entrypoints|(?:^|\s|/)vllm serve\s", command_words=("vllm",), command_line=True,
+    flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
+    no_flags_negate=True, config_complete=True, proc_is_rank=True, unknown_fallback=True, lever_sides=LEVER_SIDES,
+)

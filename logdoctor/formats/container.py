@@ -3,7 +3,7 @@ docker-compose's "service-1  | " prefix (with or without a timestamp after it)."
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from logdoctor.formats import Outer
 
@@ -55,7 +55,7 @@ def parse_compose(line: str) -> Outer | None:
 
 def _ts(m: re.Match) -> datetime | None:
     try:
-        ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=timezone.utc)
+        ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=UTC)
     except ValueError:
         return None
     frac = m.group("frac")

@@ -7,8 +7,8 @@ an array of byte ints; a field over 4096 bytes arrives as null unless journalctl
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from typing import Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from logdoctor.formats import Outer
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD
@@ -68,7 +68,7 @@ def entry_outer(entry: Mapping[str, object], fmt: str) -> Outer:
     rt = field_text(entry.get("__REALTIME_TIMESTAMP"))
     if rt:
         try:
-            ts = datetime.fromtimestamp(int(rt) / 1e6, tz=timezone.utc)
+            ts = datetime.fromtimestamp(int(rt) / 1e6, tz=UTC)
         except (ValueError, OverflowError, OSError):
             ts = None
     pid = _int(entry.get("_PID"))

@@ -7,7 +7,7 @@ per time form feeds a shared tail. The short form has no year: the caller's `yea
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 from logdoctor.formats import Outer
 from logdoctor.records import KERNEL, SYSTEMD
@@ -75,9 +75,9 @@ def _outer(fmt: str, m: re.Match, year: int) -> Outer:
         elif fmt == "journal-short-full":
             ts = datetime.fromisoformat(f"{gd['date']} {gd['hms']}")
             if gd["zone"] in ("UTC", "GMT"):
-                ts = ts.replace(tzinfo=timezone.utc)
+                ts = ts.replace(tzinfo=UTC)
         elif fmt == "journal-short-unix":
-            ts = datetime.fromtimestamp(float(gd["unix"]), tz=timezone.utc)
+            ts = datetime.fromtimestamp(float(gd["unix"]), tz=UTC)
             frac = ""
     except (ValueError, KeyError, OverflowError):
         ts = None
@@ -106,7 +106,7 @@ def _outer(fmt: str, m: re.Match, year: int) -> Outer:
 
 def _tz(text: str) -> timezone:
     if text == "Z":
-        return timezone.utc
+        return UTC
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
     return timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:4])))

@@ -4,16 +4,15 @@ codes, systemd's verdict, which ranks failed. A leaf returns evidence lines and 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logdoctor.blocks import Block
 from logdoctor.limits import MATCH_CAP
-from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
+from logdoctor.vocab import XID_APP, XID_HARDWARE
 
-# Xid classes (engines.md §E): GPU/driver/interconnect faults vs. usually the application's own bug
-XID_HARDWARE = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-XID_APP = {13, 31, 43, 45, 8, 109}
 _WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 
 
@@ -23,7 +22,7 @@ class Hit:
     captures: dict[str, object] = field(default_factory=dict)
     leaves: int = 0
 
-    def merge(self, other: "Hit") -> None:
+    def merge(self, other: Hit) -> None:
         self.evidence += other.evidence
         for k, v in other.captures.items():
             self.captures.setdefault(k, v)
@@ -47,14 +46,14 @@ class Context:
     wrapper: list[tuple[int, str]]     # the outermost exception of each fatal traceback
 
     @classmethod
-    def build(cls, tl: Timeline, a: Attempt) -> "Context":
+    def build(cls, tl: Timeline, a: Attempt) -> Context:
         fatal = [b for b in a.blocks if is_fatal_block(b)]
         service = [r for r in a.records if r.transport == SERVICE]
         kernel = [r for r in a.records if r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg)]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
         errors, inner, wrapper = [], [], []
         for b in fatal:
-            for i, s in enumerate(b.sections):
+            for s in b.sections:
                 text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
                 errors.append((s.exc_line or b.first_line, text))
             if b.sections:
@@ -82,7 +81,7 @@ def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
     hit = Hit()
     scope = cond.get("scope")
     for key, val in cond.items():
-        if key in ("scope", "rank", "capture"):
+        if key == "scope":
             continue
         if key == "all":
             for c in val:
@@ -107,7 +106,7 @@ def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
             if evaluate(val, ctx, compiled) is not None:
                 return None
         else:
-            h = _LEAF[key](val, ctx, compiled, scope)
+            h = LEAVES[key].func(val, ctx, compiled, scope)
             if h is None:
                 return None
             h.leaves = max(h.leaves, 1)
@@ -158,23 +157,84 @@ def _scoped(ctx: Context, scope) -> list[Record]:
     return recs
 
 
+# --------------------------------------------------------------------------------------------------------------------
+# the leaf registry: every leaf condition a rule may use, named once. The loader's checks, the classifier's evidence
+# set, the rule schema's condition keys and docs/rules.md's leaf table all read LEAVES (`logdoctor rules docs`).
+
+COMBINATORS = ("all", "any", "none", "not")
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A registered leaf: `regex` -- its value is one or more regexes (compiled and backtracking-checked by lint);
+    `evidence` -- it reads the log's own text (the classifier's near-miss test keeps only these)."""
+
+    name: str
+    func: Callable[..., Hit | None]
+    syntax: str                 # how a rule writes it, for the docs
+    schema: dict                # JSON Schema of its value
+    regex: bool = False
+    evidence: bool = False
+
+    @property
+    def doc(self) -> str:
+        return " ".join((self.func.__doc__ or "").split())
+
+
+LEAVES: dict[str, Leaf] = {}
+
+
+def leaf(name: str, *, syntax: str, schema: dict, regex: bool = False, evidence: bool = False):
+    """Register a leaf condition function under `name` (its docstring is the description the docs show)."""
+    def register(func):
+        if name in LEAVES or name in COMBINATORS or name == "scope":
+            raise ValueError(f"leaf {name!r} registered twice or shadows a combinator")
+        if not func.__doc__:
+            raise ValueError(f"leaf {name!r} needs a docstring: what it matches, on which fields, an example")
+        LEAVES[name] = Leaf(name, func, syntax, schema, regex, evidence)
+        return func
+    return register
+
+
+@leaf('message', regex=True, evidence=True, syntax='message: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_message(val, ctx, compiled, scope):
+    """A service line of the attempt matches RX (`scope: before_fatal|after_fatal` narrows the lines to those at or
+    before / at or after the first fatal line). Reads `Record.msg` of service records; captures named groups.
+    Example: `message: "Not enough memory\\. Please try to increase --mem-fraction-static"`."""
     return _search_lines(val, [(r.line, r.msg) for r in _scoped(ctx, scope)], compiled)
 
 
+@leaf('error', regex=True, evidence=True, syntax='error: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_error(val, ctx, compiled, scope):
+    """A decisive error matches: every exception of a fatal traceback as `Type: message`, and the ERROR/CRITICAL (or
+    bare `XError: ...`) service lines outside tracebacks (`Context.errors`).
+    Example: `error: "CUDA out of memory"`."""
     return _search_lines(val, ctx.errors, compiled)
 
 
+@leaf('inner', regex=True, evidence=True, syntax='inner: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_inner(val, ctx, compiled, scope):
+    """The root cause matches: the first exception of a fatal chain, or X in a "...failed: X" wrapper message
+    (`Context.inner`). Example: `inner: "no kernel image is available"`."""
     return _search_lines(val, ctx.inner, compiled)
 
 
+@leaf('wrapper', regex=True, evidence=True, syntax='wrapper: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_wrapper(val, ctx, compiled, scope):
+    """The outermost exception of a fatal traceback matches, as `Type: message` (`Context.wrapper`).
+    Example: `wrapper: "^Exception: Capture cuda graph failed"`."""
     return _search_lines(val, ctx.wrapper, compiled)
 
 
+@leaf('exception', regex=True, evidence=True, syntax='exception: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_exception(val, ctx, compiled, scope):
+    """An exception type of a fatal traceback fully matches RX, as written or by its last dotted part
+    (`Section.exc_type`). Example: `exception: OutOfMemoryError` holds for `torch.OutOfMemoryError: ...`."""
     pats = val if isinstance(val, list) else [val]
     for b in ctx.fatal:
         for s in b.sections:
@@ -186,7 +246,11 @@ def leaf_exception(val, ctx, compiled, scope):
     return None
 
 
+@leaf('frame', regex=True, evidence=True, syntax='frame: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_frame(val, ctx, compiled, scope):
+    """A frame's function name of a fatal traceback matches RX, innermost frame first (`Frame.func`); the evidence
+    is the frame's own line. Example: `frame: "^capture$"`."""
     pats = val if isinstance(val, list) else [val]
     for b in ctx.fatal:
         for s in b.sections:
@@ -198,7 +262,11 @@ def leaf_frame(val, ctx, compiled, scope):
     return None
 
 
+@leaf('file', regex=True, evidence=True, syntax='file: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_file(val, ctx, compiled, scope):
+    """A frame's file path of a fatal traceback matches RX (`Frame.file`).
+    Example: `file: "cuda_graph_runner\\.py"`."""
     pats = val if isinstance(val, list) else [val]
     for b in ctx.fatal:
         for s in b.sections:
@@ -209,7 +277,11 @@ def leaf_file(val, ctx, compiled, scope):
     return None
 
 
+@leaf('phase', syntax='phase: [..]',
+      schema={"oneOf": [{"$ref": "#/$defs/phase"}, {"type": "array", "items": {"$ref": "#/$defs/phase"}}]})
 def leaf_phase(val, ctx, compiled, scope):
+    """The attempt's failure phase (`Attempt.phase`) is this one or one of these.
+    Example: `phase: [graph_capture, warmup]`."""
     vals = val if isinstance(val, list) else [val]
     return Hit() if ctx.attempt.phase in vals else None
 
@@ -219,15 +291,28 @@ def _reached(ctx) -> int:
     return max(idx) if idx else -1
 
 
+@leaf('phase_reached', syntax='phase_reached: P',
+      schema={"$ref": "#/$defs/phase"})
 def leaf_phase_reached(val, ctx, compiled, scope):
+    """Some phase marker of phase P or later was seen in the attempt (`Event.kind == "marker"`).
+    Example: `phase_reached: memory_pool`."""
     return Hit() if _reached(ctx) >= PHASE_INDEX[val] else None
 
 
+@leaf('phase_not_reached', syntax='phase_not_reached: P',
+      schema={"$ref": "#/$defs/phase"})
 def leaf_phase_not_reached(val, ctx, compiled, scope):
+    """No phase marker of phase P or later was seen in the attempt.
+    Example: `phase_not_reached: weight_load`."""
     return Hit() if _reached(ctx) < PHASE_INDEX[val] else None
 
 
+@leaf('flag', syntax='flag: {lever: L, is/eq/ne/in/gte/lte/gt/lt: V, present: bool}',
+      schema={"type": "object", "properties": {"lever": {"type": "string"}, "field": {"type": "string"}}, "oneOf": [{"required": ["lever"]}, {"required": ["field"]}]})
 def leaf_flag(val, ctx, compiled, scope):
+    """The effective config of the attempt compares as asked: a lever (`Config.levers`) or, with `field:`, a raw
+    config field (`Config.raw`); `present` tests only whether it is known; captures the value under the lever's name.
+    Example: `flag: {lever: graphs_off, is: false}`."""
     name = val.get("lever") or val.get("field")
     cur = ctx.levers.get(name) if "lever" in val else ctx.attempt.config.raw.get(name)
     if "present" in val:
@@ -269,7 +354,11 @@ def _truthy(v) -> bool:
     return v is True or str(v).lower() in ("true", "1", "yes", "disabled")
 
 
+@leaf('xid', evidence=True, syntax='xid: [48, 79] | hardware | app',
+      schema={"oneOf": [{"enum": ["hardware", "app"]}, {"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]})
 def leaf_xid(val, ctx, compiled, scope):
+    """A kernel `NVRM: Xid` of these codes, or of this class (vocab.XID_CLASSES), in this attempt or an earlier one
+    (a GPU that died before is still dead), never a later one; captures `xid` and `pci`. Example: `xid: hardware`."""
     # this attempt's kernel lines and earlier ones (a GPU that died before is still dead), never later ones
     codes = ctx.attempt.kernel + [e for a in ctx.timeline.attempts for e in a.kernel
                                   if a is not ctx.attempt and e.line <= ctx.attempt.end_line]
@@ -283,11 +372,19 @@ def leaf_xid(val, ctx, compiled, scope):
     return None
 
 
+@leaf('kernel', regex=True, evidence=True, syntax='kernel: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_kernel(val, ctx, compiled, scope):
+    """A kernel line of the attempt (kernel transport, or a service line holding `NVRM:`) matches RX.
+    Example: `kernel: "GPU has fallen off the bus"`."""
     return _search_lines(val, [(r.line, r.msg) for r in ctx.kernel], compiled)
 
 
+@leaf('systemd', evidence=True, syntax='systemd: {result: timeout, code: killed, status: 9, timeout: true, oom: true}',
+      schema={"type": "object"})
 def leaf_systemd(val, ctx, compiled, scope):
+    """systemd's verdict on the unit (`Attempt.systemd`) has these values; `timeout: true` also holds for result
+    `timeout`; `oom`: "killed by the OOM killer" or result `oom-kill`. Example: `systemd: {code: killed, status: 9}`."""
     sd = ctx.attempt.systemd
     for k, want in val.items():
         have = sd.get(k)
@@ -301,7 +398,12 @@ def leaf_systemd(val, ctx, compiled, scope):
     return Hit(ev[:2])
 
 
+@leaf('exit_code', evidence=True, syntax='exit_code: -9',
+      schema={"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]})
 def leaf_exit_code(val, ctx, compiled, scope):
+    """A death line states one of these exit codes ("scheduler died ... exit code: -9"), or, when no death line names
+    a code, systemd saw the main process killed by that signal (`status=9/KILL` is -9); captures `exit_code`.
+    Example: `exit_code: [-9, 137]`."""
     want = {int(v) for v in (val if isinstance(val, list) else [val])}
     for e in ctx.attempt.events:
         code = e.values.get("exit_code") if e.kind == "death" else None
@@ -323,7 +425,11 @@ def leaf_exit_code(val, ctx, compiled, scope):
 _FRONT_END = re.compile(r"^(?:main|APIServer\w*|EngineCore\w*|LLMEngine\w*|Engine\w*)$")
 
 
+@leaf('ranks_failed', syntax='ranks_failed: {alone: true} / {min: 2}',
+      schema={"type": "object", "properties": {"alone": {"type": "boolean"}, "min": {"type": "integer"}}})
 def leaf_ranks_failed(val, ctx, compiled, scope):
+    """Over the worker ranks (front-end processes that only echo a worker's error left out): `alone` -- exactly one
+    died while the others were fine (captures `failed_rank`); `min` -- at least N died. Example: `ranks_failed: {alone: true}`."""
     ranks = ctx.attempt.ranks
     real = [r for r in ranks.values() if not _FRONT_END.match(r.rank)]
     if len(real) < 2:   # a single worker (vLLM TP=1 runs the model in EngineCore): count every process
@@ -343,7 +449,11 @@ def leaf_ranks_failed(val, ctx, compiled, scope):
     return Hit()
 
 
+@leaf('attempts', syntax='attempts: {min, failed_min, configs_differ, phases_differ}',
+      schema={"type": "object", "properties": {"min": {"type": "integer"}, "failed_min": {"type": "integer"}, "configs_differ": {"type": "boolean"}, "phases_differ": {"type": "boolean"}}})
 def leaf_attempts(val, ctx, compiled, scope):
+    """Over the attempts in the window: at least `min` attempts / `failed_min` failed ones, failed attempts with at
+    least two different known configs, or failing in at least two phases. Example: `attempts: {failed_min: 2, configs_differ: true}`."""
     atts = ctx.timeline.attempts
     failed = [a for a in atts if a.failed]
     if "min" in val and len(atts) < int(val["min"]):
@@ -360,7 +470,11 @@ def leaf_attempts(val, ctx, compiled, scope):
     return Hit()
 
 
+@leaf('death', regex=True, syntax='death: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_death(val, ctx, compiled, scope):
+    """An engine death event of the attempt matches RX as "name text" (names: `sigquit`, `scheduler_died`,
+    `worker_died`, `engine_failed`, ...); the evidence is the death line. Example: `death: "^scheduler_died"`."""
     for e in ctx.attempt.events:
         if e.kind != "death":
             continue
@@ -371,21 +485,35 @@ def leaf_death(val, ctx, compiled, scope):
     return None
 
 
+@leaf('engine', syntax='engine: sglang',
+      schema={"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
 def leaf_engine(val, ctx, compiled, scope):
+    """The detected engine is this one or one of these. Example: `engine: [vllm]`."""
     vals = val if isinstance(val, list) else [val]
     return Hit() if ctx.engine in vals else None
 
 
+@leaf('level', syntax='level: ERROR',
+      schema={"type": "string"})
 def leaf_level(val, ctx, compiled, scope):
+    """Some service line of the attempt has this engine log level (`Record.level`). Example: `level: CRITICAL`."""
     return Hit() if any(r.level == val for r in ctx.service) else None
 
 
+@leaf('hint', regex=True, evidence=True, syntax='hint: RX',
+      schema={"$ref": "#/$defs/regexes"})
 def leaf_hint(val, ctx, compiled, scope):
+    """A line of the engine's own "Possible solutions:" block of a fatal traceback matches (`Section.hints`).
+    Example: `hint: "--mem-fraction-static"`."""
     lines = [(b.first_line, h) for b in ctx.fatal for s in b.sections for h in s.hints]
     return _search_lines(val, lines, compiled)
 
 
+@leaf('env', syntax='env: {NAME: RX}',
+      schema={"type": "object"})
 def leaf_env(val, ctx, compiled, scope):
+    """Each named environment variable shown in the log (`Config.env`) is set and, unless the value is `true`/null,
+    matches RX. Example: `env: {NCCL_P2P_DISABLE: "1"}`."""
     env = ctx.attempt.config.env
     for k, want in val.items():
         if k not in env:
@@ -395,8 +523,12 @@ def leaf_env(val, ctx, compiled, scope):
     return Hit()
 
 
+@leaf('reading', syntax='reading: {name: static_left, lt: 0.05}',
+      schema={"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "lt": {"type": "number"}, "lte": {"type": "number"}, "gt": {"type": "number"}, "gte": {"type": "number"}}})
 def leaf_reading(val, ctx, compiled, scope):
-    """A timeline reading compared with a number: {name: static_left, lt: 0.05} (absent reading → no match)."""
+    """A timeline reading (`Attempt.readings`) compares with a number; an absent reading never holds
+    (`weights_share`: weights / GPU memory before loading; `static_left`: mem fraction - weights_share, what the
+    static budget leaves for the pools); captures the reading. Example: `reading: {name: static_left, lt: 0.05}`."""
     cur = ctx.attempt.readings.get(val.get("name"))
     if not isinstance(cur, (int, float)):
         return None
@@ -408,12 +540,3 @@ def leaf_reading(val, ctx, compiled, scope):
             return None
     return Hit(captures={val["name"]: cur})
 
-
-_LEAF = {
-    "message": leaf_message, "error": leaf_error, "inner": leaf_inner, "wrapper": leaf_wrapper,
-    "exception": leaf_exception, "frame": leaf_frame, "file": leaf_file, "phase": leaf_phase,
-    "phase_reached": leaf_phase_reached, "phase_not_reached": leaf_phase_not_reached, "flag": leaf_flag,
-    "xid": leaf_xid, "kernel": leaf_kernel, "systemd": leaf_systemd, "exit_code": leaf_exit_code,
-    "ranks_failed": leaf_ranks_failed, "attempts": leaf_attempts, "death": leaf_death, "engine": leaf_engine,
-    "level": leaf_level, "hint": leaf_hint, "env": leaf_env, "reading": leaf_reading,
-}

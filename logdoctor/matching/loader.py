@@ -15,18 +15,13 @@ import yaml
 
 from logdoctor.errors import RuleError
 from logdoctor.limits import RULE_FILE_CAP, human
+from logdoctor.matching.conditions import LEAVES as _REGISTRY
+from logdoctor.vocab import CAUSES, OPS
+from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
 
-CAUSES = ("kv_cache_oom", "weights_oom", "activation_oom", "graph_capture_fault", "hardware_fault", "distributed_init",
-          "port_in_use", "model_load_error", "config_invalid", "kernel_arch_mismatch", "illegal_memory_access",
-          "host_oom", "startup_timeout")
-PHASES = ("launch", "dist_init", "weight_load", "kernel_init", "memory_pool", "graph_capture", "warmup", "serving",
-          "unknown")
-OPS = ("set", "raise", "lower", "halve", "double", "enable", "disable")
-LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "phase", "phase_reached",
-          "phase_not_reached", "flag", "xid", "kernel", "systemd", "exit_code", "ranks_failed", "attempts", "death",
-          "engine", "level", "hint", "env", "reading")
+LEAVES = tuple(_REGISTRY)
 COMBINATORS = ("all", "any", "none")
-REGEX_LEAVES = ("message", "error", "inner", "wrapper", "exception", "frame", "file", "kernel", "death", "hint")
+REGEX_LEAVES = tuple(name for name, lf in _REGISTRY.items() if lf.regex)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -60,12 +55,14 @@ class Rule:
     priority: int = 50
     confidence: float = 0.8
     phases: tuple[str, ...] = ()
-    versions: str | None = None
     explain: str = ""
     fixes: list[Fix] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     no_flag_change: bool = False    # hardware-style rules: say "do not change flags"
+    fallback: bool = False          # a catch-all: yields to any non-fallback rule firing on the attempt (rank.py)
+    notes: str = ""                 # the why of the rule's mechanism and precedence (shown in the catalogue)
+    evidence_lines: dict[str, int] = field(default_factory=dict)   # example case -> the line the evidence must show
     path: str = ""
     compiled: dict = field(default_factory=dict, repr=False)
 
@@ -169,15 +166,26 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
                          why=str(f.get("why", "")), when=f.get("when")))
     compiled: dict = {}
     _check_cond(data["match"], compiled, fail, compile_regexes)
+    examples, pinned = [], {}
+    for e in data.get("examples", []) or []:
+        if isinstance(e, dict):   # {case: ID, line: N}: the winner's evidence must include input line N
+            if "case" not in e:
+                fail("examples", "an example mapping needs a case (and may pin a line)")
+            examples.append(str(e["case"]))
+            if e.get("line") is not None:
+                pinned[str(e["case"])] = int(e["line"])
+        else:
+            examples.append(str(e))
     conf = float(data.get("confidence", 0.8))
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
     return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
                 match=data["match"], priority=int(data.get("priority", 50)), confidence=conf,
-                phases=tuple(phases), versions=data.get("versions"), explain=str(data.get("explain", "")),
+                phases=tuple(phases), explain=str(data.get("explain", "")),
                 fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
-                examples=[str(e) for e in data.get("examples", []) or []],
-                no_flag_change=bool(data.get("no_flag_change", False)), path=str(path), compiled=compiled)
+                examples=examples, no_flag_change=bool(data.get("no_flag_change", False)),
+                fallback=bool(data.get("fallback", False)), notes=" ".join(str(data.get("notes", "")).split()),
+                evidence_lines=pinned, path=str(path), compiled=compiled)
 
 
 def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> None:
@@ -204,7 +212,7 @@ def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> Non
                         compiled[str(p)] = re.compile(str(p))
                     except re.error as exc:
                         fail(key, f"bad regex {p!r}: {exc}")
-        elif key in ("scope", "rank", "capture"):
+        elif key == "scope":
             continue
         else:
             fail(key, f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)")

@@ -1,13 +1,15 @@
 """Run every applicable rule over an attempt and rank the ones that fire.
 
 Score = priority + specificity (leaves matched) + evidence position (root-cause lines at or before the first fatal
-line beat shutdown debris after it) − a penalty when the rule is scoped to phases the failure was not in.
+line beat shutdown debris after it) − a penalty when the rule is scoped to phases the failure was not in; the
+numbers, and the confidence that follows from the ranking, live in matching/decide.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from logdoctor.matching.conditions import Context, Hit, evaluate
+from logdoctor.matching.decide import EARLY_EVIDENCE_SLACK, confidence, score
 from logdoctor.matching.loader import Rule
 
 
@@ -32,32 +34,14 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
         hit = evaluate(rule.match, ctx, rule.compiled)
         if hit is None:
             continue
-        score = float(rule.priority) + 2.0 * hit.leaves
-        if rule.phases and a.phase not in rule.phases and a.phase != "unknown":
-            score -= 25
+        off_phase = bool(rule.phases) and a.phase not in rule.phases and a.phase != "unknown"
         lines = [ln for ln, _ in hit.evidence if ln]
-        if lines and a.fatal_line:
-            first = min(lines)
-            if first <= a.fatal_line + 2:
-                score += 3
-        out.append(Candidate(rule, hit, score))
+        early = bool(lines) and bool(a.fatal_line) and min(lines) <= a.fatal_line + EARLY_EVIDENCE_SLACK
+        out.append(Candidate(rule, hit, score(rule.priority, hit.leaves, off_phase, early)))
     out.sort(key=lambda c: (-c.score, c.rule.id))
+    if any(c.rule.fallback for c in out) and not all(c.rule.fallback for c in out):
+        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any specific rule that fired
     return out
 
 
-def confidence(cands: list[Candidate]) -> float:
-    """The winner's own confidence, reduced when a different cause scores close behind it."""
-    if not cands:
-        return 0.0
-    top = cands[0]
-    if top.confidence is not None:
-        return round(min(top.confidence, 0.99), 2)
-    conf = top.rule.confidence
-    rival = next((c for c in cands[1:] if c.cause != top.cause), None)
-    if rival is not None:
-        gap = top.score - rival.score
-        if gap < 5:
-            conf *= 0.8
-        elif gap < 15:
-            conf *= 0.92
-    return round(min(conf, 0.99), 2)
+__all__ = ["Candidate", "candidates", "confidence"]   # confidence: matching/decide.py

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.remedy import render_fix
-from logdoctor.render.text import PHASE_WORDS
+from logdoctor.vocab import PHASE_WORDS
 
 
 def render(d: Diagnosis) -> str:

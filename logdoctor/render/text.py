@@ -6,11 +6,7 @@ import textwrap
 
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.remedy import render_fix
-
-PHASE_WORDS = {"launch": "at launch", "dist_init": "during distributed init", "weight_load": "while loading weights",
-               "kernel_init": "during kernel/backend init", "memory_pool": "while sizing the memory pool",
-               "graph_capture": "during CUDA-graph capture", "warmup": "during warm-up", "serving": "while serving",
-               "unknown": "in an unknown phase"}
+from logdoctor.vocab import PHASE_WORDS
 
 
 def use_color(stream) -> bool:

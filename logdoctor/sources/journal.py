@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
+from datetime import UTC
 
 from logdoctor.errors import InputError, UsageError
 
@@ -217,7 +218,7 @@ def parse_since(text: str, *, now_us: int | None = None) -> int:
     if tzname:
         up = tzname.upper()
         if up in ("Z", "UTC", "GMT"):
-            tz = timezone.utc
+            tz = UTC
         elif tzname[0] in "+-":
             digits = tzname[1:].replace(":", "")
             minutes = int(digits[:2]) * 60 + (int(digits[2:]) if len(digits) > 2 else 0)
@@ -707,8 +708,8 @@ def _journalctl_error(msgs: list[str], files: list[str], boot_spec: tuple[str | 
         reason = first.split(":", 1)[-1].strip()
 
         def still_bad(path: str) -> bool:
-            import subprocess  # noqa: PLC0415
             import shutil  # noqa: PLC0415
+            import subprocess  # noqa: PLC0415
             p = subprocess.run([shutil.which("journalctl") or "journalctl", "--file=" + _glob_escape(path),
                                 "--lines=0", "--no-pager", "--quiet"],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

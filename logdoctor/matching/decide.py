@@ -1,0 +1,196 @@
+"""The verdict, in one place: how rule candidates score, how sure the winner is, how the classifier joins in, which
+causes are reported as alternatives, and when the answer is "unknown". Every number is a named constant here.
+
+1. Rules score (`rank.candidates`): priority + LEAF_POINTS per leaf matched (specificity) + EARLY_EVIDENCE_POINTS
+   when the evidence starts at or just after (EARLY_EVIDENCE_SLACK lines) the first fatal line (root cause beats
+   shutdown debris) - OFF_PHASE_PENALTY when the rule is scoped to phases the failure was not in.
+2. Rules' confidence (`confidence`): the winner's own confidence, times CLOSE_FACTOR when a rule of another cause
+   scores within CLOSE_GAP points, times NEAR_FACTOR within NEAR_GAP; never above MAX_CONFIDENCE.
+3. The classifier (`combine`, called by classify/runtime.Classifier.rerank) re-ranks or fills in, in four cases
+   (decisive rule / no rule / close call / weak rules only) with the DECISIVE_*, SWITCH_MARGIN and DISSENT_*
+   constants; the classifier's own threshold comes from the model file.
+4. The decision (`decide`): below MIN_CONFIDENCE (or with no candidate) the verdict is "unknown"; alternatives are
+   up to MAX_ALTERNATIVES other causes, a rule's at ALTERNATIVE_FACTOR x its confidence x its score share,
+   clipped to [ALTERNATIVE_MIN, ALTERNATIVE_MAX]. A healthy attempt is reported with HEALTHY_READY_CONFIDENCE when
+   the service said it was ready, else HEALTHY_QUIET_CONFIDENCE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from logdoctor.classify.runtime import Classifier
+    from logdoctor.matching.loader import Rule
+    from logdoctor.matching.rank import Candidate
+    from logdoctor.timeline import Attempt, Timeline
+
+# 1. scoring
+LEAF_POINTS = 2.0
+OFF_PHASE_PENALTY = 25.0
+EARLY_EVIDENCE_POINTS = 3.0
+EARLY_EVIDENCE_SLACK = 2
+# 2. rules' confidence
+CLOSE_GAP = 5.0
+CLOSE_FACTOR = 0.8
+NEAR_GAP = 15.0
+NEAR_FACTOR = 0.92
+MAX_CONFIDENCE = 0.99
+# 3. classifier combination (docs/rules.md: specific rules sit at priority 70-130 with confidence 0.75-0.93)
+DECISIVE_CONFIDENCE = 0.7
+DECISIVE_PRIORITY = 60
+DECISIVE_MARGIN = CLOSE_GAP  # a rule of another cause this close makes it a close call
+SWITCH_MARGIN = 0.10
+DISSENT_P = 0.05
+DISSENT_FACTOR = 0.85
+FILL_IN_ALTERNATIVE_P = 0.05  # the classifier's runner-up causes shown as alternatives when no rule fired
+# 4. decision
+MIN_CONFIDENCE = 0.35
+MAX_ALTERNATIVES = 3
+ALTERNATIVE_FACTOR = 0.4
+ALTERNATIVE_MIN = 0.01
+ALTERNATIVE_MAX = 0.5
+CLASSIFIER_SHOWN = 3  # classifier probabilities listed with the candidates (-v)
+HEALTHY_READY_CONFIDENCE = 0.9
+HEALTHY_QUIET_CONFIDENCE = 0.6
+
+
+def score(priority: int, leaves: int, off_phase: bool, early: bool) -> float:
+    """A firing rule's score (1.)."""
+    s = float(priority) + LEAF_POINTS * leaves
+    if off_phase:
+        s -= OFF_PHASE_PENALTY
+    if early:
+        s += EARLY_EVIDENCE_POINTS
+    return s
+
+
+def confidence(cands: list[Candidate]) -> float:
+    """The winner's own confidence, reduced when a different cause scores close behind it (2.)."""
+    if not cands:
+        return 0.0
+    top = cands[0]
+    if top.confidence is not None:
+        return round(min(top.confidence, MAX_CONFIDENCE), 2)
+    conf = top.rule.confidence
+    rival = next((c for c in cands[1:] if c.cause != top.cause), None)
+    if rival is not None:
+        gap = top.score - rival.score
+        if gap < CLOSE_GAP:
+            conf *= CLOSE_FACTOR
+        elif gap < NEAR_GAP:
+            conf *= NEAR_FACTOR
+    return round(min(conf, MAX_CONFIDENCE), 2)
+
+
+def combine(
+    clf: Classifier,
+    tl: Timeline,
+    attempt: Attempt,
+    cands: list[Candidate],
+    probs: dict[str, float],
+    rules: list[Rule] | None = None,
+) -> list[Candidate]:
+    """Rules + classifier probabilities -> re-ranked candidates (3.); `clf.synth` builds a classifier candidate."""
+    order = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
+    top_cause, top_p = order[0]
+    confident = top_p >= clf.threshold
+
+    if not cands:  # no rule: fill in
+        if not confident:
+            return []
+        return [clf.synth(tl, attempt, top_cause, top_p, rules, 0.0)] + [
+            clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True)
+            for c, p in order[1:3]
+            if p >= FILL_IN_ALTERNATIVE_P
+        ]
+
+    top = cands[0]
+    rival = next((c for c in cands[1:] if c.cause != top.cause), None)
+    gap = top.score - rival.score if rival is not None else float("inf")
+    strong = top.rule.confidence >= DECISIVE_CONFIDENCE and top.rule.priority >= DECISIVE_PRIORITY
+    p_rule = probs.get(top.cause, 0.0)
+    knows = top.cause in probs  # a cause the model never saw has p = 0 by ignorance, not by dissent
+
+    if strong and gap >= DECISIVE_MARGIN:  # decisive rule
+        if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
+            conf = confidence(cands) * DISSENT_FACTOR
+            return [replace(top, confidence=round(conf, 2))] + list(cands[1:])
+        return list(cands)
+
+    if gap < DECISIVE_MARGIN:  # close call
+        contenders: list[str] = []
+        for c in cands:
+            if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
+                contenders.append(c.cause)
+        best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
+        switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
+        win_cause = best if switch else top.cause
+        win = next(c for c in cands if c.cause == win_cause)
+        rest = [c for c in cands if c is not win]
+        reduced = confidence([win] + rest)
+        conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
+        return [replace(win, confidence=round(min(conf, MAX_CONFIDENCE), 2))] + rest
+
+    # weak rules only
+    if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
+        syn = clf.synth(tl, attempt, top_cause, top_p, rules, top.score)
+        return [syn] + list(cands)
+    return list(cands)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    cause: str
+    confidence: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"cause": self.cause, "confidence": self.confidence}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the rules and the classifier decided for one failed attempt."""
+
+    winner: Candidate | None  # None: the cause is unknown
+    confidence: float
+    alternatives: tuple[Alternative, ...] = ()
+    classifier: tuple[tuple[str, float], ...] = ()  # the classifier's top causes (for -v), empty without one
+    ranked: tuple[Candidate, ...] = field(default=(), repr=False)
+
+
+def decide(
+    tl: Timeline, attempt: Attempt, cands: list[Candidate], rule_set: list[Rule], classifier: Classifier | None = None
+) -> Verdict:
+    """Rule candidates (+ the classifier, if any) -> the winner, its confidence and the alternatives (4.)."""
+    scored = cands
+    shown: tuple[tuple[str, float], ...] = ()
+    if classifier is not None:
+        probs = classifier.proba(tl, attempt)
+        scored = classifier.rerank(tl, attempt, cands, rules=rule_set, probs=probs)
+        shown = tuple((c, round(p, 3)) for c, p in sorted(probs.items(), key=lambda kv: -kv[1])[:CLASSIFIER_SHOWN])
+    conf = confidence(scored)
+    if not scored or conf < MIN_CONFIDENCE:
+        return Verdict(None, 0.0, (), shown, tuple(scored))
+    win = scored[0]
+    return Verdict(win, conf, tuple(_alternatives(win, scored[1:])), shown, tuple(scored))
+
+
+def _alternatives(win: Candidate, rest: list[Candidate]) -> list[Alternative]:
+    seen: set[str] = set()
+    alts = []
+    for c in rest:
+        if c.cause != win.cause and c.cause not in seen:
+            seen.add(c.cause)
+            alt = (
+                c.confidence
+                if c.confidence is not None and c.rule.id == "classifier"
+                else c.rule.confidence * (c.score / max(win.score, 1)) * ALTERNATIVE_FACTOR
+            )
+            alts.append(Alternative(c.cause, round(max(ALTERNATIVE_MIN, min(ALTERNATIVE_MAX, alt)), 2)))
+    return alts[:MAX_ALTERNATIVES]
+
+
+def healthy_confidence(ready: bool) -> float:
+    return HEALTHY_READY_CONFIDENCE if ready else HEALTHY_QUIET_CONFIDENCE

@@ -1,0 +1,88 @@
+"""The package imports one way: a module may import its own layer or a lower one, never a higher one (function-
+level imports included), and module-level imports form no cycle. The layers are the pipeline's stages
+(docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parents[1] / "logdoctor"
+
+LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it
+    ("vocab", "errors", "records", "diagnosis"),
+    ("formats", "sources", "engines", "read", "blocks", "corpus", "history"),
+    ("levers", "config", "timeline"),
+    ("matching", "classify", "unitfile"),
+    ("remedy", "api", "crossattempt"),
+    ("render", "evaluation", "notify", "watching"),
+    ("cli", "commands", "__init__", "__main__"),
+]
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(PKG).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"] or ["__init__"]
+    return ".".join(parts)
+
+
+def _layer(mod: str) -> int:
+    best, level = -1, None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if (mod == n or mod.startswith(n + ".")) and len(n) > best:
+                best, level = len(n), i
+    assert level is not None, f"logdoctor.{mod} is in no layer: add it to LAYERS"
+    return level
+
+
+def _imports(path: Path):
+    """(imported logdoctor module, at module level?) for every import in the file."""
+    tree = ast.parse(path.read_text())
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("logdoctor"):
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if a.name.startswith("logdoctor")]
+        for n in names:
+            mod = n.removeprefix("logdoctor").lstrip(".")
+            if mod and (
+                (PKG / mod.replace(".", "/")).with_suffix(".py").exists() or (PKG / mod.replace(".", "/")).is_dir()
+            ):
+                yield mod, id(node) in top
+
+
+def _files():
+    return sorted(p for p in PKG.rglob("*.py"))
+
+
+def test_no_module_imports_a_higher_layer():
+    bad = []
+    for path in _files():
+        me = _module(path)
+        for mod, _ in _imports(path):
+            if _layer(mod) > _layer(me):
+                bad.append(f"logdoctor.{me} (layer {_layer(me)}) imports logdoctor.{mod} (layer {_layer(mod)})")
+    assert not bad, "\n".join(bad)
+
+
+def test_module_level_imports_have_no_cycle():
+    graph = {_module(p): {m for m, top in _imports(p) if top} for p in _files()}
+    state: dict[str, int] = {}
+
+    def visit(n, stack):
+        state[n] = 1
+        for m in graph.get(n, ()):
+            if m == n or m.startswith(n + ".") or n.startswith(m + "."):
+                continue  # a package and its own submodules
+            if state.get(m) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack + [n, m]))
+            if m not in state:
+                visit(m, stack + [n])
+        state[n] = 2
+
+    for n in graph:
+        if n not in state:
+            visit(n, [])
