@@ -180,6 +180,7 @@ def _hostile_unit() -> bytes:
     """Near-misses of the bundled rules' own regexes: each one's leading literal, minus its last character, so every
     regex finds its prefix everywhere and fails late (the worst case for backtracking)."""
     import re._parser as sre_parse  # noqa: PLC0415 - Python 3.11+
+
     from logdoctor.matching.loader import load_rules
 
     def leaves(c, out):

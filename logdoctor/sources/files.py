@@ -22,7 +22,7 @@ _MAGICS = (
 
 @dataclass(slots=True)
 class RawInput:
-    data: bytes
+    data: bytes | bytearray  # decompressed input is a bytearray (not copied once more)
     origin: str             # file name or "<stdin>"
     compression: str | None = None
     is_journal_file: bool = False
@@ -36,7 +36,7 @@ def sniff_compression(head: bytes) -> str | None:
     return None
 
 
-def decompress(data: bytes, kind: str, origin: str) -> tuple[bytes, str | None]:
+def decompress(data: bytes | bytearray | Stream, kind: str, origin: str) -> tuple[bytearray, str | None]:
     """Streamed, capped decompression (sources/archive.py): (output, where it stopped early or None). Only an
     archive that yields nothing raises InputError."""
     if kind == "zstd":
@@ -86,26 +86,41 @@ def read_checked(fh, origin: str) -> bytes | Stream:
     return head + fh.read()
 
 
-def from_bytes(data: bytes | Stream, origin: str = "<bytes>") -> RawInput:
+def from_bytes(source: bytes | bytearray | Stream, origin: str = "<bytes>") -> RawInput:
     compression = None
     dmg = Damage()
+    data: bytes | bytearray
+    stopped: str | None
+    if isinstance(source, Stream):   # a compressed stream: decompressed as it is read
+        kind = sniff_compression(source.head[:8]) or "gzip"
+        compression = kind
+        data, stopped = decompress(source, kind, origin)
+        _note_stop(dmg, origin, stopped, data)
+    else:
+        data = source
     for _ in range(3):  # e.g. a .tar is not handled, but gzip-of-xz is
-        kind = sniff_compression(data[:8])
+        kind = sniff_compression(bytes(data[:8]))
         if kind is None:
             break
         compression = kind if compression is None else f"{compression}+{kind}"
         data, stopped = decompress(data, kind, origin)
-        if stopped:
-            lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)   # the last one may be cut short
-            dmg.stopped = f"{stopped}, at line {lines}"
-            if "cap" in stopped:
-                dmg.notes.append(f"{origin}: {stopped}; diagnosing the first {limits.human(len(data))} only"
-                                 " (to diagnose the end instead: zcat FILE | tail -n 100000 | logdoctor explain)")
-            else:
-                dmg.notes.append(f"{origin}: {stopped}; diagnosing the {lines} line{'s' if lines != 1 else ''}"
-                                 " read before it stopped")
+        _note_stop(dmg, origin, stopped, data)
     return RawInput(data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC),
                     damage=dmg)
+
+
+def _note_stop(dmg: Damage, origin: str, stopped: str | None, data: bytes | bytearray) -> None:
+    """Say where a truncated or capped archive stopped (--stats, a warning, JSON window.cut)."""
+    if not stopped:
+        return
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)   # the last one may be cut short
+    dmg.stopped = f"{stopped}, at line {lines}"
+    if "cap" in stopped:
+        dmg.notes.append(f"{origin}: {stopped}; diagnosing the first {limits.human(len(data))} only"
+                         " (to diagnose the end instead: zcat FILE | tail -n 100000 | logdoctor explain)")
+    else:
+        dmg.notes.append(f"{origin}: {stopped}; diagnosing the {lines} line{'s' if lines != 1 else ''}"
+                         " read before it stopped")
 
 
 def _short(exc: BaseException) -> str:
