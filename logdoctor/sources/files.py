@@ -87,14 +87,13 @@ def read_checked(fh, origin: str) -> bytes | Stream:
 
 
 def from_bytes(source: bytes | bytearray | Stream, origin: str = "<bytes>") -> RawInput:
-    compression = None
+    compression: str | None = None
     dmg = Damage()
     data: bytes | bytearray
     stopped: str | None
     if isinstance(source, Stream):   # a compressed stream: decompressed as it is read
-        kind = sniff_compression(source.head[:8]) or "gzip"
-        compression = kind
-        data, stopped = decompress(source, kind, origin)
+        compression = sniff_compression(source.head[:8]) or "gzip"
+        data, stopped = decompress(source, compression, origin)
         _note_stop(dmg, origin, stopped, data)
     else:
         data = source
