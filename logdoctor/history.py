@@ -257,7 +257,8 @@ class History:
             args.append(before)
         if not where and not everything:
             raise UsageError("history forget needs --host, --unit, --key, --before or --all")
-        sql = "DELETE FROM attempts" + (" WHERE " + " AND ".join(where) if where else "")
+        # the WHERE holds fixed column names and ? placeholders only (_where); the values are bound
+        sql = "DELETE FROM attempts" + (" WHERE " + " AND ".join(where) if where else "")  # noqa: S608
         self.db.execute("BEGIN IMMEDIATE")
         try:
             n = self.db.execute(sql, args).rowcount
@@ -285,7 +286,7 @@ class History:
               outcome: str | None = None, key: str | None = None, limit: int | None = None) -> list[AttemptRow]:
         """Attempts matching the filters, oldest first (by start time, then by when they were recorded)."""
         where, args = self._where(host=host, unit=unit, key=key, model=model, outcome=outcome)
-        sql = "SELECT " + ", ".join(COLUMNS) + " FROM attempts"
+        sql = "SELECT " + ", ".join(COLUMNS) + " FROM attempts"  # noqa: S608 - fixed columns; values bound below
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY COALESCE(started, ''), recorded, rowid"

@@ -228,8 +228,10 @@ def diagnosis_schema() -> dict[str, Any]:
                         "description": "what was repaired on the way in (docs/reliability.md)",
                         "type": "object",
                         "properties": {
-                            **{k: {"type": "integer", "minimum": 0}
-                               for k in ("unparsed", "bad_bytes", "nul_bytes", "cut_lines", "cut_bytes", "long_lines")},
+                            **{
+                                k: {"type": "integer", "minimum": 0}
+                                for k in ("unparsed", "bad_bytes", "nul_bytes", "cut_lines", "cut_bytes", "long_lines")
+                            },
                             "encoding": {"type": "string"},
                             "stopped": nullable_str,
                         },

@@ -107,7 +107,7 @@ def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read rule file ({exc})") from None
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - _LOADER is (C)SafeLoader: rule files are data only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
