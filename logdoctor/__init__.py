@@ -1,7 +1,7 @@
 """logdoctor: crash-log diagnosis for LLM inference servers.
 
     import logdoctor
-    d = logdoctor.diagnose(open("journal.log").read())
+    d = logdoctor.diagnose(Path("journal.log"))          # a file; a str is the log text itself
     d.failed, d.cause, d.phase, d.confidence, d.fixes, d.evidence, d.to_dict()
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ from logdoctor.errors import InputError, LogdoctorError, RuleError, UsageError  
 
 
 def diagnose(source, engine: str = "auto", history=None, rules=(), *, unit=None, host=None):
-    """Diagnose a log (text, bytes, path or iterable of lines); see design.md for the Diagnosis fields.
+    """Diagnose a log: a `str` is the log text, a `pathlib.Path` a file to read, or bytes / an iterable of lines
+    (docs/api.md). A str is never taken for a file name: pass Path("journal.log") for a file.
     history: None (off), True (the default store), a path or a logdoctor.history.History (docs/hook.md)."""
     from logdoctor.api import diagnose as _diagnose
     return _diagnose(source, engine=engine, history=history, rules=rules, unit=unit, host=host)

@@ -1,6 +1,6 @@
 """The pipeline in one place: read → timeline → rules (+ classifier) → fix plan → Diagnosis.
 
-`diagnose()` is the deploy-script hook (design.md): it accepts text, bytes, a path or an iterable of lines, never
+`diagnose()` is the deploy-script hook (design.md): it accepts text (str), bytes, a pathlib.Path or an iterable of lines, never
 raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses only for usage errors.
 """
 from __future__ import annotations
@@ -76,13 +76,18 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
         phase = win.rule.phases[0]
+    evidence, derived = _evidence(win, a)
     vars_ = _vars(win, a, tl)
+    explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
+    if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
+        explanation = explanation.rstrip() + (" " if explanation.rstrip().endswith(".") else ". ") + \
+            "Read from the log: " + "; ".join(derived) + "."
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     return Diagnosis(
         phase=phase, cause=win.cause, confidence=v.confidence, rule=win.rule.id, title=win.rule.title,
-        evidence=_evidence(win, a), explanation=_fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title,
+        evidence=evidence, explanation=explanation,
         fixes=fixes, notes=notes + _tried_notes(tl), actions=[_fill(x, vars_) for x in win.rule.actions],
         no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
         attempts=_attempts(per_attempt, win.cause), candidates=listed, **common)
@@ -125,7 +130,10 @@ UNKNOWN_TEXT = ("The service failed, but no rule recognises the failure and the 
 
 def _unknown_evidence(a: Attempt) -> list[Evidence]:
     """Without a winning rule, the final exception of each traceback is the best evidence there is."""
-    return [Evidence(b.final.exc_line or b.first_line, _exc_text(b)) for b in a.blocks if b.final is not None][:3]
+    from logdoctor.evidence import quote
+    quoted, _ = quote(a.records, [(b.final.exc_line or b.first_line, _exc_text(b))
+                                  for b in a.blocks if b.final is not None])
+    return [Evidence(ln, text) for ln, text in quoted][:3]
 
 
 def _exc_text(b) -> str:
@@ -134,19 +142,12 @@ def _exc_text(b) -> str:
     return text.splitlines()[0] if text else b.header
 
 
-def _evidence(win: Candidate, a: Attempt) -> list[Evidence]:
-    """1-5 evidence lines, each as the log shows it (a leaf may have matched only part of the line, e.g. the
-    inner error of a wrapper)."""
-    by_line: dict[int, list[str]] = {}
-    for r in a.records:
-        by_line.setdefault(r.line, []).append(r.msg)
-    seen: dict[int, str] = {}
-    for ln, text in win.hit.evidence:
-        if ln and ln not in seen:
-            first = text.splitlines()[0] if text else ""
-            whole = next((m for m in by_line.get(ln, ()) if first and first in m), None)
-            seen[ln] = (whole or first)[:300]
-    return [Evidence(ln, seen[ln]) for ln in sorted(seen)][:5]
+def _evidence(win: Candidate, a: Attempt) -> tuple[list[Evidence], list[str]]:
+    """1-5 evidence lines, each quoted as the log shows it (logdoctor/evidence.py: a leaf may have matched only part
+    of the line, e.g. the inner error of a wrapper), and the statements the leaves derived (for the explanation)."""
+    from logdoctor.evidence import quote
+    quoted, derived = quote(a.records, win.hit.evidence)
+    return [Evidence(ln, text) for ln, text in quoted][:5], derived
 
 
 def _vars(win: Candidate, a: Attempt, tl: Timeline) -> dict:

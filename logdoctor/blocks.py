@@ -26,6 +26,11 @@ _ABORT = re.compile(r"terminate called after throwing an instance of '(?P<type>[
 _WHAT = re.compile(r"^\s*what\(\):\s+(?P<msg>.*)$")
 _CPP_FRAME = re.compile(r"^(?:frame #\d+:|Exception raised from )")
 MAX_EXC_LINES = 40
+# Open blocks are bounded: a block of a writer that never writes its end (a bare traceback in a raw paste stays
+# open in "exc" state) would otherwise be routed past by every later line, which made traceback-dense logs
+# quadratic (issue 11). Past this many, the least recently fed block is closed; real interleaves (TP/DP ranks
+# printing at once) keep far fewer open at a time.
+MAX_OPEN = 32
 _LONE_EXC = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Fault)(?::(?: .*)?)?$")
 
 
@@ -144,6 +149,8 @@ def assemble(records: list[Record]) -> list[Block]:
             open_.append(b)
             blocks.append(blk)
             continue
+        if len(open_) > MAX_OPEN:
+            _close(min(open_, key=lambda x: x.fed), open_)
         b = _route(open_, rec, key, msg) if open_ else None
         if b is None and not _has_open(open_, rec, key):
             kind = _kind(msg)

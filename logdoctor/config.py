@@ -40,14 +40,14 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
         for k, v in _ENV.findall(msg):
             cfg.env.setdefault(k, v)
         if msg.startswith("server_args="):
-            from logdoctor.engines.config_dump import parse_server_args
+            from logdoctor.engines.config_fast import parse_server_args
             d = parse_server_args(msg)
             layers.append((3, d.values))
             cfg.sources.append("server_args")
             cfg.truncated |= d.truncated
             cfg.line = r.line
         elif "non-default args:" in msg:
-            from logdoctor.engines.config_dump import parse_py_dict
+            from logdoctor.engines.config_fast import parse_py_dict
             d = parse_py_dict(msg)
             layers.append((3, d.values))
             cfg.sources.append("non-default args")

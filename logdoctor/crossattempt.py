@@ -47,6 +47,20 @@ DEMAND_LEVERS = ("context_length", "max_running", "prefill_chunk", "max_prefill_
 HOST_CHECKS = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER", "journalctl -k -b | grep -E 'NVRM: Xid|fallen off'",
                "dcgmi diag -r 2")
 _UNIT_IN_TEXT = re.compile(r"\b([\w@.:\\-]+\.service)\b")
+_UNIT_RUN = re.compile(r"[\w@.:\\-]+")     # a unit name match lies inside one such run
+
+
+def _unit_in_text(text: str):
+    """_UNIT_IN_TEXT.search, run only on the runs that hold ".service" (the same match: the pattern has no
+    lookbehind and every \\w is in the run's class): a long dotted run without it no longer costs quadratic time."""
+    if ".service" not in text:
+        return None
+    for run in _UNIT_RUN.finditer(text):
+        if ".service" in run.group():
+            m = _UNIT_IN_TEXT.search(run.group())
+            if m:
+                return m
+    return None
 _NORM = (re.compile(r"0x[0-9a-fA-F]+"), re.compile(r"\d+(?:\.\d+)?"), re.compile(r"(?:/[\w.\-]+)+"))
 
 
@@ -81,7 +95,7 @@ def unit_of(tl: Timeline, hint: str | None = None) -> str:
             return r.unit
     for r in tl.records:
         if r.transport == SYSTEMD:
-            m = _UNIT_IN_TEXT.search(r.msg)
+            m = _unit_in_text(r.msg)
             if m:
                 return m[1]
     return ""

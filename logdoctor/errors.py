@@ -18,3 +18,13 @@ class UsageError(LogdoctorError):
 
 class RuleError(LogdoctorError):
     """A rule file is malformed; the message names the file (and line when known)."""
+
+
+class InstallError(LogdoctorError):
+    """The installation itself is broken (no bundled rule base): exit 4, like an internal error, in one line."""
+
+    exit_code = 4
+
+
+class MissingExtra(UsageError):
+    """A command needs an optional dependency group: the message names the `pip install 'logdoctor[X]'` line."""

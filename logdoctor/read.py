@@ -14,7 +14,6 @@ import os
 import re
 from collections.abc import Iterable
 from datetime import datetime
-from pathlib import Path
 
 from logdoctor.engines.prefixes import split_prefix
 from logdoctor.errors import InputError, UsageError
@@ -234,13 +233,15 @@ def _compose_names(lines: list[str]) -> set[str]:
 # sources: what the API and the CLI read (a file, stdin, text, lines, journal files or the live journal)
 
 def read_any(source, *, strict: bool = True) -> ReadResult:
-    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError)."""
+    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError).
+
+    Explicit, never guessed (docs/api.md): a `pathlib.Path` (any os.PathLike) is a file to read; a `str` is always
+    the log text itself, even when it happens to name an existing file — pass `Path(name)` for a file."""
     if isinstance(source, bytes):
         if strict:
             check_bytes(source, "<bytes>")
         return read_bytes(source, "<bytes>")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and len(source) < 4096
-                                            and Path(source).exists()):
+    if isinstance(source, os.PathLike):
         from logdoctor.sources.files import read_source
         return _read_raw(read_source(source), strict=strict)
     if isinstance(source, str):
@@ -278,8 +279,17 @@ def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=Non
         return read_entries(entries, origin)
     from logdoctor.sources.files import read_source
     raw = read_source(source)
+    if raw.is_journal_file:
+        from logdoctor.sources.journal import iter_journal_entries
+        return read_entries(iter_journal_entries(files=[raw.origin], since=since, boot=boot, lines=lines), raw.origin)
     res = _read_raw(raw, strict=True)
-    if lines and not raw.is_journal_file:
+    ignored = [o for o, v in (("--since", since), ("--boot", boot)) if v is not None]
+    if ignored:   # options that would do nothing say so (docs/cli.md)
+        res.warnings.append(
+            f"{' and '.join(ignored)} {'only filter' if len(ignored) > 1 else 'only filters'} a journal (--unit, "
+            f"--journal-file, --journal-dir or a .journal file); {raw.origin} is text, read whole — cut it with "
+            f"journalctl --since/-b, or use -n")
+    if lines:
         res.records = [r for r in res.records if r.line > res.stats.read - lines]
     return res
 

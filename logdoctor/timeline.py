@@ -212,22 +212,22 @@ def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
     seen_progress = False
     exited = False
     last_pid = None
+    # what the current chunk holds, kept as it grows (rescanning the chunk per systemd line was quadratic)
+    units: set[str] = set()
+    own_start = has_service = False
     for r in records:
-        cur = chunks[-1]
         new = False
         if r.transport == SYSTEMD:
-            units = {x.unit for x in cur if x.transport == SERVICE and x.unit}
             started = _SD_STARTED.match(r.msg)
             same_unit = not units or r.unit in units or any(u.removesuffix(".service") in r.msg for u in units)
             # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
             # attempt only once the current one has exited, or when it holds no start line of its own yet
-            own_start = any(x.transport == SYSTEMD and _SD_STARTED.match(x.msg) for x in cur)
-            if started and same_unit and any(x.transport == SERVICE for x in cur) and (exited or not own_start):
+            if started and same_unit and has_service and (exited or not own_start):
                 new = True
             if _SD_EXIT.search(r.msg) or _SD_RESTART.search(r.msg):
                 exited = True
         elif r.transport == META:
-            if r.msg.startswith("-- Boot") and any(x.transport == SERVICE for x in cur):
+            if r.msg.startswith("-- Boot") and has_service:
                 new = True
         elif r.transport == SERVICE:
             is_config = r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
@@ -240,7 +240,15 @@ def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
             chunks.append([])
             seen_config = seen_progress = exited = False
             last_pid = None
+            units = set()
+            own_start = has_service = False
         chunks[-1].append(r)
+        if r.transport == SERVICE:
+            has_service = True
+            if r.unit:
+                units.add(r.unit)
+        elif r.transport == SYSTEMD and not own_start and _SD_STARTED.match(r.msg):
+            own_start = True
         if r.transport == SERVICE:
             if r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
                     re.match(r"vLLM (?:server|API server) version", r.msg):
@@ -423,8 +431,9 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         # a per-request error (a 400 for a too-long prompt) prints a traceback too; the service kept serving if
         # serving evidence (request logs, throughput lines) follows the traceback
         serving_after = [e.line for e in a.events if e.kind == "marker" and e.phase == "serving" and e.line > ready_line]
-        after_ready = [b for b in after_ready if not any(l > b.last_line for l in serving_after)
-                       or any(d.line > b.last_line for d in deaths)]
+        last_serving = max(serving_after, default=0)     # max, not a scan per block (was quadratic)
+        last_death = max((d.line for d in deaths), default=0)
+        after_ready = [b for b in after_ready if not last_serving > b.last_line or last_death > b.last_line]
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.ready = bool(ready_line)
     # ERROR lines outside tracebacks: fatal before the service came up; after it, only when a shutdown follows
@@ -433,7 +442,8 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
                  and r.line not in in_blocks and r.msg.strip()]
     if ready_line:
         shut = [r.line for r in a.records if r.transport == SERVICE and _SHUTDOWN.search(r.msg) and r.line > ready_line]
-        err_fatal = [l for l in err_lines if l > ready_line and any(s > l for s in shut)]
+        last_shut = max(shut, default=0)
+        err_fatal = [l for l in err_lines if l > ready_line and last_shut > l]
     else:
         err_fatal = err_lines
     deaths = deaths + [Event(l, "death", "error_line") for l in err_fatal[:1]]
@@ -464,7 +474,8 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
     fp = None
     # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
-    frag = [b for b in a.blocks if b not in after_ready and (not ready_line or b.first_line > ready_line)]
+    fatal_ids = {id(b) for b in after_ready}   # identity: Block equality compares every record (was quadratic)
+    frag = [b for b in a.blocks if id(b) not in fatal_ids and (not ready_line or b.first_line > ready_line)]
     for b in sorted(after_ready, key=lambda b: b.first_line) + frag:
         fp = frames_phase(b)
         if fp:

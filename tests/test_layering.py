@@ -10,13 +10,14 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "logdoctor"
 
 LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it
-    ("vocab", "errors", "records", "diagnosis"),
+    ("vocab", "errors", "records", "diagnosis", "extras", "progress", "evidence"),
     ("formats", "sources", "engines", "read", "blocks", "corpus", "history"),
     ("levers", "config", "timeline"),
     ("matching", "classify", "unitfile"),
     ("remedy", "api", "crossattempt"),
     ("render", "evaluation", "notify", "watching"),
-    ("cli", "commands", "__init__", "__main__"),
+    ("run", "about"),
+    ("cli", "commands", "entry", "__init__", "__main__"),
 ]
 
 

@@ -45,7 +45,9 @@ def test_every_taxonomy_cause_has_rules_for_sglang_and_vllm():
 
 
 @pytest.mark.parametrize("pattern,bad", [
-    (r"(a+)+$", True), (r"(\w+\s?)+x", True), (r"(.*)*", True), (r"(?:[ _][\w=.\-]+)*", False),
+    (r"(a+)+$", True), (r"(\w+\s?)+x", True), (r"(.*)*", True),
+    # "_" is both the separator and a body character: "a_a_a_…" splits exponentially (issue 11's vLLM tag hang)
+    (r"(?:[ _][\w=.\-]+)*", True), (r"(?: [\w=.\-]+)*", False),
     (r"Not enough memory\. Please try", False), (r"(?:\d+,)*\d+", False),
 ])
 def test_backtracking_detector(pattern, bad):

@@ -52,9 +52,21 @@ _MASKS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9a-f:]+\](?::\d+)?", re.I), " <ip> "),
     (re.compile(r"(?:~|\.{1,2})?(?:/[\w.+@-]+){2,}/?|\b[\w.-]+(?:/[\w.+@-]+){2,}"), " <path> "),
     (re.compile(r"\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b", re.I), " <hex> "),
-    (re.compile(r"-?\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes|[kmgt]b/s)\b", re.I), " <size> "),
+    (re.compile(r"(?:-|(?<!\d))\d+(?:\.\d+)?\s*(?:[kmgtp]i?b|bytes|[kmgt]b/s)\b", re.I), " <size> "),
     (re.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?:e[-+]?\d+)?(?![\w>])", re.I), " <num> "),
 )
+_PATH = _MASKS[3][0]
+_PATH_RUN = re.compile(r"[\w.+@/~-]+")   # every path-mask match lies inside one such run (no lookbehind in it)
+
+
+def _path_sub(s: str, rep: str) -> str:
+    """The path mask, run only on the runs that hold two "/" (both of its branches need two): the same result, and
+    a long dotted run without slashes ("1.1.1.…") no longer costs quadratic time (issue 11)."""
+    if s.count("/") < 2:
+        return s
+    return _PATH_RUN.sub(lambda m: _PATH.sub(rep, m.group()) if m.group().count("/") >= 2 else m.group(), s)
+
+
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"<[a-z]+>|[a-z_][a-z0-9_]*")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
@@ -66,7 +78,7 @@ def mask(text: str) -> str:
     """The Drain-style template of one line: variable parts masked, lowercased, at most MAX_TEMPLATE_WORDS words."""
     s = text.strip()
     for rx, rep in _MASKS:
-        s = rx.sub(rep, s)
+        s = _path_sub(s, rep) if rx is _PATH else rx.sub(rep, s)
     s = _WS.sub(" ", s).strip().lower()
     words = s.split(" ")
     if len(words) > MAX_TEMPLATE_WORDS:

@@ -248,7 +248,10 @@ def _evidence(a) -> list[tuple[int, str]]:
 
 @lru_cache(maxsize=4)
 def _load(path: str, mtime: float):
-    model = Model.load(path)
+    from logdoctor.matching.cache import cached_json  # a marshal copy keyed by content: no 0.5 MB JSON parse
+    data = cached_json(path)
+    assert isinstance(data, dict), f"{path}: not a model"
+    model = Model(data)
     if model.feature_version != FEATURE_VERSION:
         return None
     return Classifier(model, path)

@@ -20,7 +20,22 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
     """Cause/phase accuracy, first-fix agreement, forbidden suggestions, confusion matrix, per-engine figures.
 
     With --cv K the classifier is not the shipped one: every case is scored by a classifier trained without its
-    group (cross-validated figures for the corpus the classifier is trained on)."""
+    group (cross-validated figures for the corpus the classifier is trained on).
+
+    CASE_DIR is a folder of labelled cases (one sub-folder per case with journal.log and label.yaml). The tables
+    need pandas (pip install 'logdoctor[triage]'), --cv needs scikit-learn ('logdoctor[train]'); --format json
+    needs neither.
+
+    \b
+    Examples:
+      logdoctor eval fixtures/journals
+      logdoctor eval fixtures/journals --mode ablation
+      logdoctor eval fixtures/journals --format json > eval.json"""
+    from logdoctor.extras import require
+    if cv:
+        require("train", "eval --cv")
+    if fmt != "json":
+        require("triage", "eval's tables (or use --format json)")
     from logdoctor import evaluation as ev
     modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
     report = {}

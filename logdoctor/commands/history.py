@@ -21,32 +21,16 @@ def history_options(f):
 
 
 def open_from_options(history_path, no_history):
-    """--history/--no-history → an open History, or None (no sqlite work at all)."""
-    if no_history:
-        if history_path:
-            from logdoctor.errors import UsageError
-            raise UsageError("give --history PATH or --no-history, not both")
-        return None
-    from logdoctor.errors import InputError
-    from logdoctor.history import History, HistoryUnavailable
-    try:
-        if history_path:
-            return History(history_path)   # asked for by name: a problem with it is the user's error (exit 2)
-        return History()
-    except HistoryUnavailable as e:              # a passing state, named or not: diagnose now, record next time
-        click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
-        return None
-    except InputError as e:
-        if history_path:
-            raise
-        click.echo(f"logdoctor: warning: {e}; continuing without the attempt history", err=True)
-        return None
+    """--history/--no-history → an open History, or None (no sqlite work at all); one implementation for the click
+    commands and the click-free explain path (logdoctor/run.py)."""
+    from logdoctor.run import open_history
+    return open_history(history_path, no_history)
 
 
 def emit_warnings(store) -> None:
-    """What the store could not do (read-only, locked past the timeout, disk full) — the verdict stands."""
-    for w in getattr(store, "warnings", ()):
-        click.echo(f"logdoctor: warning: {w}", err=True)
+    """What the store could not do (read-only, locked past the timeout, a full disk): the verdict stands."""
+    from logdoctor.run import emit_store_warnings
+    emit_store_warnings(store)
 
 
 def _fix_text(fix) -> str:

@@ -12,7 +12,14 @@ from logdoctor.matching.loader import bundled_rules_dir, load_rule_file, load_ru
 
 @click.group()
 def rules() -> None:
-    """List, show, lint and test the rule base."""
+    """List, show, lint and test the rule base (the bundled rules, plus folders given with --rules or
+    $LOGDOCTOR_RULES_PATH).
+
+    \b
+    Examples:
+      logdoctor rules list | grep kv_cache_oom
+      logdoctor rules show sglang.memory-pool.kv-too-small
+      logdoctor rules lint my-rules/ && logdoctor rules test my-rules/"""
 
 
 @rules.command("list")
@@ -27,13 +34,17 @@ def list_cmd(rule_dirs):
 @click.argument("rule_id")
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
 def show_cmd(rule_id, rule_dirs):
-    """Print one rule's file."""
+    """Print one rule's file (RULE_ID as `rules list` shows it; exit 2 when there is none).
+
+    \b
+    Example: logdoctor rules show any.forward.cuda-oom"""
     for r in load_rules(tuple(rule_dirs)):
         if r.id == rule_id:
             click.echo(f"# {r.path}")
             click.echo(Path(r.path).read_text(), nl=False)
             return
-    raise click.ClickException(f"no rule with id {rule_id!r} (see `logdoctor rules list`)")
+    from logdoctor.errors import UsageError  # exit 2 (usage), not click's 1, which is explain's "known cause"
+    raise UsageError(f"no rule with id {rule_id!r} (see `logdoctor rules list`)")
 
 
 def _files(d: Path) -> list[Path]:

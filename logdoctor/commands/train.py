@@ -20,7 +20,15 @@ def _default_out() -> Path:
               help="model file to write (default: the shipped logdoctor/data/classifier.json)")
 def train_cmd(case_dirs, out):
     """Train the classifier (hashed features + logistic regression, temperature-calibrated, abstention threshold
-    chosen on grouped held-out folds) on labelled cases (default: fixtures/journals)."""
+    chosen on grouped held-out folds) on labelled cases (default: fixtures/journals). Needs scikit-learn:
+    pip install 'logdoctor[train]'.
+
+    \b
+    Examples:
+      logdoctor train
+      logdoctor train fixtures/journals my-cases/ --out /tmp/classifier.json"""
+    from logdoctor.extras import require
+    require("train", "logdoctor train")
     from logdoctor.classify import train as tr
     from logdoctor.errors import UsageError
     dirs = list(case_dirs) or [DEFAULT_CASES]

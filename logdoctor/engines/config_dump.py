@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import pyparsing as pp
 
 from logdoctor.engines import ENGINES as _REGISTRY
+from logdoctor.engines.config_types import ConfigDump
 
 __all__ = [
     "ConfigDump",
@@ -39,16 +40,6 @@ __all__ = [
     "parse_literal",
     "Raw",
 ]
-
-
-@dataclass(frozen=True)
-class ConfigDump:
-    """Fields read from one dump. ``truncated`` is True when the dump did not end properly (or was not found):
-    ``values`` then holds only the pairs that were provably complete."""
-
-    values: dict[str, object]
-    truncated: bool
-    form: str  # "serverargs-repr" | "dict" | "namespace" | "kv-list"
 
 
 @dataclass(frozen=True)

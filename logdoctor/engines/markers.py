@@ -7,7 +7,7 @@ wording, add a row; no code changes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from logdoctor.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDEX re-exported (timeline, older callers)
 
@@ -21,12 +21,21 @@ class Marker:
     then: str | None = None    # for edge=end: the phase that starts after it
     keyword: str = ""          # cheap substring(s), "a|b", one of which must be present before the regex runs
     sums: tuple[str, ...] = ()  # readings that add up per rank when the marker repeats (target + draft weights)
-    regex: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "regex", re.compile(self.pattern))
         if self.phase not in PHASES:
             raise ValueError(f"marker {self.name}: unknown phase {self.phase}")
+
+    @property
+    def regex(self) -> re.Pattern:
+        """Compiled on first use: most rows' keywords never occur in a given log (start-up cost, issue 11)."""
+        rx = _COMPILED.get(self.pattern)
+        if rx is None:
+            rx = _COMPILED[self.pattern] = re.compile(self.pattern)
+        return rx
+
+
+_COMPILED: dict[str, re.Pattern] = {}
 
 
 # deaths any engine's process can show: the shell's report of a SIGKILL, and argparse refusing the command line
@@ -39,13 +48,31 @@ COMMON_DEATHS: tuple[Marker, ...] = (
 
 def match(markers: tuple[Marker, ...], body: str):
     """First marker matching body → (marker, readings), else None."""
-    for m in markers:
-        if m.keyword and not any(k in body for k in m.keyword.split("|")):
-            continue
+    for m, kws in _prepared(markers):
+        if kws:
+            for k in kws:
+                if k in body:
+                    break
+            else:
+                continue
         mo = m.regex.search(body)
         if mo:
             return m, {k: _num(v) for k, v in mo.groupdict().items() if v is not None}
     return None
+
+
+_PREPARED: dict[int, tuple] = {}
+
+
+def _prepared(markers: tuple[Marker, ...]) -> list[tuple[Marker, tuple[str, ...]]]:
+    """Each row with its keywords split once (match runs for every line of the log: issue 11)."""
+    got = _PREPARED.get(id(markers))
+    if got is None or got[0] is not markers:   # keep the table itself: an id is only unique while it lives
+        if len(_PREPARED) > 64:
+            _PREPARED.clear()
+        got = _PREPARED[id(markers)] = (markers, [(m, tuple(m.keyword.split("|")) if m.keyword else ())
+                                                  for m in markers])
+    return got[1]
 
 
 def _num(v: str):

@@ -31,8 +31,10 @@ class Prefix:
 
 _SGL = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
-# One flat class, checked by _tag_ok: the nested form [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* backtracks exponentially
-# on "(" + "_" * 40 (found by fuzz/run.py prefix), since "_" is both a separator and a word character.
+# "(Tag k=v ...) ": the text up to the first ")" (linear: the class has no ")" and nothing nests), then
+# _tag_ok checks what the former nested pattern [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* accepted, which backtracked
+# exponentially on "(a_a_a_...!" (issue 11; found independently by fuzz/run.py prefix, issue 14). Matched at a
+# position (no ^), so nested tags are peeled without copying the rest of the line each time.
 _VTAG = re.compile(r"\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
 _MAX_VTAGS = 8   # vLLM nests at most three, (APIServer) (EngineCore_0) (VllmWorker TP0); more is not a prefix
 _VLVL = re.compile(
@@ -156,15 +158,12 @@ def _vllm(p: Prefix) -> None:
 
 
 def _tag_ok(tag: str) -> bool:
-    """What the old nested pattern accepted: words joined by single spaces, no "=" before the first " " or "_"
-    separator (after the first character), no trailing space."""
+    """The tag grammar: a space always separates words (never doubled, never last), and "=" appears only after a
+    word separator (a space or "_" after the first character)."""
     if "  " in tag or tag.endswith(" "):
         return False
     eq = tag.find("=")
-    if eq < 0:
-        return True
-    seps = [i for i in (tag.find(" ", 1), tag.find("_", 1)) if i > 0]
-    return bool(seps) and min(seps) < eq
+    return eq < 0 or any(c in " _" for c in tag[1:eq])
 
 
 def _vllm_rank(name: str, kv: dict[str, str], bare: list[str]) -> str | None:

@@ -34,7 +34,7 @@ MARKERS: tuple[Marker, ...] = (
            "memory_pool", keyword="sliding window memory pool"),
     Marker("mamba_pool", r"Mamba Cache is allocated\. max_mamba_cache_size: (?P<max_mamba_cache_size>\d+), conv_state size: (?P<conv_state_gb>[\d.]+)\s*GB, ssm_state size: (?P<ssm_state_gb>[\d.]+)\s*GB",
            "memory_pool", keyword="Mamba Cache is allocated"),
-    Marker("kv_pool", r"(?:KV Cache|\w[\w ]*) is allocated\. (?:dtype: \S+, )?#tokens: (?P<kv_tokens>\d+), (?:K size: (?P<k_size_gb>[\d.]+) GB, V size: (?P<v_size_gb>[\d.]+) GB|KV size: (?P<kv_size_gb>[\d.]+) GB)",
+    Marker("kv_pool", r"\w +is allocated\. (?:dtype: \S+, )?#tokens: (?P<kv_tokens>\d+), (?:K size: (?P<k_size_gb>[\d.]+) GB, V size: (?P<v_size_gb>[\d.]+) GB|KV size: (?P<kv_size_gb>[\d.]+) GB)",
            "memory_pool", keyword="is allocated. "),
     Marker("pool_end", r"^Memory pool end\. avail mem=(?P<avail_mem_gb>[\d.]+) GB", "memory_pool", "end", then="kernel_init",
            keyword="Memory pool end"),
@@ -77,7 +77,7 @@ DEATHS: tuple[Marker, ...] = (
     Marker("init_failed", r"Initialization failed\.(?: warmup error: (?P<warmup_error>.*))?", "launch", "death", keyword="Initialization failed"),
     Marker("subprocess_crashed", r"Subprocess (?P<subprocess>\S+) \(pid=\d+\) crashed with exit code (?P<exit_code>-?\d+)", "launch", "death",
            keyword="crashed with exit code"),
-    Marker("watchdog", r"(?P<watchdog>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<watchdog_timeout>[\d.]+)", "launch", "death",
+    Marker("watchdog", r"\b(?P<watchdog>\w+) watchdog timeout \(self\.watchdog_timeout=(?P<watchdog_timeout>[\d.]+)", "launch", "death",
            keyword="watchdog timeout"),
 ) + COMMON_DEATHS
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from logdoctor.blocks import Block
 from logdoctor.limits import MATCH_CAP
+from logdoctor.matching.prefilter import can_match, for_context
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
 from logdoctor.vocab import XID_APP, XID_HARDWARE
@@ -106,7 +107,10 @@ def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
             if evaluate(val, ctx, compiled) is not None:
                 return None
         else:
-            h = LEAVES[key].func(val, ctx, compiled, scope)
+            lf = LEAVES[key]
+            if lf.regex and not can_match(val, for_context(ctx)):
+                return None  # a word the pattern needs is not in the log: never compiled (matching/prefilter.py)
+            h = lf.func(val, ctx, compiled, scope)
             if h is None:
                 return None
             h.leaves = max(h.leaves, 1)

@@ -11,9 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from logdoctor.errors import RuleError
+from logdoctor.errors import InstallError, RuleError
 from logdoctor.limits import RULE_FILE_CAP, human
 from logdoctor.matching.conditions import LEAVES as _REGISTRY
 from logdoctor.vocab import CAUSES, OPS
@@ -22,16 +20,23 @@ from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
 LEAVES = tuple(_REGISTRY)
 COMBINATORS = ("all", "any", "none")
 REGEX_LEAVES = tuple(name for name, lf in _REGISTRY.items() if lf.regex)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def bundled_rules_dir() -> Path:
-    """rules/ at the repository root (an editable or source install); packaged copies live in logdoctor/data/rules."""
+    """The rule base this installation ships: rules/ at the root of a checkout (an editable install reads the files
+    people edit), else the copy the build put into the package (logdoctor/data/rules, see setup.py)."""
     here = Path(__file__).resolve().parent.parent
-    for cand in (here.parent / "rules", here / "data" / "rules"):
-        if cand.is_dir():
-            return cand
-    return here.parent / "rules"
+    checkout = here.parent / "rules"
+    if checkout.is_dir() and (here.parent / "pyproject.toml").is_file():
+        return checkout
+    return here / "data" / "rules"
+
+
+def check_bundled(d: Path) -> None:
+    """A missing or empty bundled rule base is a broken installation, never a silent classifier-only verdict."""
+    if not d.is_dir() or not any(d.rglob("*.yaml")):
+        raise InstallError(f"no bundled rule base at {d} — this installation is broken; reinstall logdoctor "
+                           "(a wheel built from the repository carries rules/ as package data)")
 
 
 @dataclass
@@ -81,14 +86,21 @@ def rule_dirs(extra: tuple[str, ...] | list[str] = ()) -> list[Path]:
 def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
     """All rules; a later folder's rule with the same id replaces an earlier one (user folders override)."""
     by_id: dict[str, Rule] = {}
+    bundled = bundled_rules_dir()
     for d in rule_dirs(extra_dirs):
-        if not d.exists():
-            if d != bundled_rules_dir():
-                raise RuleError(f"{d}: rules folder does not exist")
-            continue
+        if d == bundled:
+            check_bundled(d)
+        elif not d.exists():
+            raise RuleError(f"{d}: rules folder does not exist")
         seen: dict[str, str] = {}
-        for path in sorted(d.rglob("*.yaml")) + sorted(d.rglob("*.yml")):
-            rule = load_rule_file(path, strict=strict)
+        if strict:
+            from logdoctor.matching.cache import rule_files
+            loaded = [load_rule_file(p, strict=True) for p in rule_files(d)]
+        else:
+            from logdoctor.matching.cache import load_dir
+            loaded = load_dir(d, lambda files: [load_rule_file(p) for p in files])
+        for rule in loaded:
+            path = rule.path
             if rule.id in seen:
                 raise RuleError(f"{path}: duplicate rule id {rule.id!r} (also in {seen[rule.id]})")
             seen[rule.id] = str(path)
@@ -106,8 +118,9 @@ def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read rule file ({exc})") from None
+    import yaml  # here, not at import: explain loads rules from the compiled cache (matching/cache.py)
     try:
-        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - _LOADER is (C)SafeLoader: rule files are data only
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - the (C)SafeLoader: rule files are data only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

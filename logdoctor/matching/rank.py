@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logdoctor.matching import prefilter
 from logdoctor.matching.conditions import Context, Hit, evaluate
 from logdoctor.matching.decide import EARLY_EVIDENCE_SLACK, confidence, score
 from logdoctor.matching.loader import Rule
@@ -28,6 +29,7 @@ class Candidate:
 def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
     out = []
     a = ctx.attempt
+    prefilter.for_context(ctx, lambda: prefilter.vocabulary(rules))
     for rule in rules:
         if not rule.applies_to(ctx.engine):
             continue

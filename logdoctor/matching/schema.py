@@ -86,4 +86,78 @@ def backtracking_risk(pattern: str) -> str | None:
             items = list(items[0][1][-1])
         return items[:1]
 
-    return walk(tree, False)
+    return walk(tree, False) or _split_ambiguous(tree, sre_parse)
+
+
+def _charset(item, sre_parse) -> set[str] | None:
+    """The printable ASCII characters one parse item can start with (None: not a single-character item)."""
+    op, av = item
+    name = str(op)
+    chars = [chr(c) for c in range(32, 127)]
+    if name == "LITERAL":
+        return {chr(av)}
+    if name == "NOT_LITERAL":
+        return {c for c in chars if ord(c) != av}
+    if name == "ANY":
+        return set(chars)
+    if name == "IN":
+        neg = False
+        out: set[str] = set()
+        for sop, sav in av:
+            sname = str(sop)
+            if sname == "NEGATE":
+                neg = True
+            elif sname == "LITERAL":
+                out.add(chr(sav))
+            elif sname == "RANGE":
+                out |= {c for c in chars if sav[0] <= ord(c) <= sav[1]}
+            elif sname == "CATEGORY":
+                rx = {"CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s",
+                      "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}.get(str(sav))
+                if rx is None:
+                    return None
+                out |= {c for c in chars if re.match(rx, c)}
+        return set(chars) - out if neg else out
+    return None
+
+
+def _split_ambiguous(tree, sre_parse) -> str | None:
+    """(x y+)* where y can match x: a run of text splits into repeats in exponentially many ways (the vLLM tag
+    prefix "(a_a_a_…!" hung on this, issue 11)."""
+    MAXREPEAT = sre_parse.MAXREPEAT
+
+    def body_of(sub):
+        items = list(sub)
+        while len(items) == 1 and str(items[0][0]) == "SUBPATTERN":
+            items = list(items[0][1][-1])
+        return items
+
+    def walk(items) -> str | None:
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT"):
+                lo, hi, sub = av
+                body = body_of(sub)
+                if (hi == MAXREPEAT or hi > 100) and len(body) >= 2:
+                    last = body[-1]
+                    if str(last[0]) in ("MAX_REPEAT", "MIN_REPEAT") and (last[1][1] == MAXREPEAT or last[1][1] > 100):
+                        inner = body_of(last[1][2])
+                        head = _charset(body[0], sre_parse) if len(body[0]) else None
+                        tail = _charset(inner[0], sre_parse) if len(inner) == 1 else None
+                        if head and tail and head & tail:
+                            return "repeat whose body can split the same text several ways ((x y+)* with y matching x)"
+                r = walk(sub)
+                if r:
+                    return r
+            elif name == "SUBPATTERN":
+                r = walk(av[-1])
+                if r:
+                    return r
+            elif name == "BRANCH":
+                for alt in av[1]:
+                    r = walk(alt)
+                    if r:
+                        return r
+        return None
+
+    return walk(tree)

@@ -5,6 +5,7 @@ import os
 import textwrap
 
 from logdoctor.diagnosis import Diagnosis
+from logdoctor.evidence import cut
 from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
@@ -48,7 +49,7 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         out.append("")
         out.append(_c("evidence", "1", color))
         for e in d.evidence:
-            out.append(f"  {e.line:>5}  {e.text[:160]}")
+            out.append(f"  {e.line:>5}  {cut(e.text, 160)}")   # whole, or cut visibly with "…"
     if d.failed and d.explanation:
         out.append("")
         out.append(_c("why", "1", color))

@@ -1,0 +1,61 @@
+"""The literal fast path (engines/config_fast.py) must read every dump exactly as the pyparsing grammar does, or
+leave it to the grammar: same keys, same values, same types, on every dump line in the fixtures and the dev
+corpus, plus crafted edge cases."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logdoctor.engines import config_dump, config_fast
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/corpus/dev")
+
+
+def _typed(v):
+    if isinstance(v, dict):
+        return ("dict", tuple((_typed(k), _typed(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_typed(x) for x in v))
+    return (type(v).__name__, v)
+
+
+def _dump_lines():
+    out = []
+    for base in (ROOT / "fixtures", CORPUS):
+        for p in sorted(base.rglob("*")) if base.is_dir() else ():
+            if p.is_file() and p.suffix in (".log", ".txt", ""):
+                for line in p.read_text(errors="replace").splitlines():
+                    if "server_args=" in line or "non-default args:" in line:
+                        out.append(line)
+    return out
+
+
+EDGE = [
+    "server_args={'a': 1, 'b': -2.5e3, 'c': None, 'd': [1, 'x', (2,)], 'e': {'k': True}, 'f': ()}",
+    "server_args={'a': 1_000}", "server_args={'a': 0x10}", "server_args={'a': 'x' 'y'}", "server_args={'a': {1, 2}}",
+    "server_args={'a': true, 'b': null}", "server_args={'a': 'x\\\\n'}", "server_args={'a': 1} trailing",
+    "server_args={'a': 1, 'b': 2", "server_args=ServerArgs(model_path='m', tp_size=2, dtype=torch.bfloat16)",
+    "server_args=ServerArgs(model_path='m', tp_size=2, mem_fraction_static=0.8, x=[1, 2], y=None)",
+    "non-default args: {'model': 'm', 'tensor_parallel_size': 2, 'max_model_len': 4096}",
+    "non-default args: {'model': 'm', 'api_key': '***', 'x': +3, 'y': .5, 'z': 5.}",
+    "server_args={'a': -inf}", "server_args={'a': b'x'}", "server_args={**x}", "server_args={'a': ...}",
+]
+
+
+@pytest.mark.parametrize("line", EDGE + _dump_lines())
+def test_fast_path_agrees_with_the_grammar(line):
+    fn = "parse_server_args" if "server_args=" in line else "parse_py_dict"
+    slow = getattr(config_dump, fn)(line)
+    fast = getattr(config_fast, fn)(line)
+    assert (fast.truncated, fast.form) == (slow.truncated, slow.form)
+    assert _typed(fast.values) == _typed(slow.values)
+
+
+def test_fast_path_is_taken_for_plain_dumps():
+    assert config_fast.fast_dict("{'a': 1, 'b': [1, 2]}") == {"a": 1, "b": [1, 2]}
+    assert config_fast.fast_repr("ServerArgs(a=1, b='x')") == {"a": 1, "b": "x"}
+    assert config_fast.fast_dict("{'a': torch.bfloat16}") is None
