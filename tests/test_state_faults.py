@@ -4,6 +4,7 @@ warning, the verdict, and no corruption. Real SQLite, real processes, a real ful
 """
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -158,3 +159,80 @@ def test_full_disk_keeps_the_verdict_and_the_database(tmp_path, free_kib):
         ("not recorded" in lines[0] or "cannot be opened for writing" in lines[0]), err
     assert "Traceback" not in err
     assert _check(after) == before                           # unchanged and whole
+
+
+# ------------------------------------------------------------------------------------------------- the rule cache
+
+def _cached_rules(cache_dir: Path, rules_dir: Path):
+    """Load `rules_dir` through the cache (as explain does), in a subprocess with its own cache folder."""
+    code = ("import sys\nfrom logdoctor.matching.loader import load_rules\n"
+            "print('\\n'.join(f'{r.id}|{r.title}|{r.priority}' for r in sorted(load_rules((sys.argv[1],)),"
+            " key=lambda r: r.id)))\n")
+    p = subprocess.run([sys.executable, "-c", code, str(rules_dir)], capture_output=True, text=True, cwd=ROOT,
+                       env=_env(LOGDOCTOR_CACHE_DIR=str(cache_dir)), timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    return p.stdout
+
+
+def _user_rules(tmp_path: Path) -> Path:
+    from logdoctor.matching.loader import bundled_rules_dir
+    user = tmp_path / "user-rules"
+    shutil.copytree(bundled_rules_dir() / "port_in_use", user / "port_in_use")
+    return user
+
+
+def _entry_for(cache_dir: Path, user: Path) -> Path:
+    from logdoctor.matching import cache
+    return cache_dir / f"rules-{cache.content_key(user, cache.rule_files(user))}.json"
+
+
+def test_rule_cache_stale_damaged_or_foreign_is_rebuilt(tmp_path):
+    """A stale entry (a rule edited), a damaged one (cut, garbage, a class name outside the allow-list, a pickle
+    payload) and one another user could have written (mode 0666) are never used: the rules are parsed again and
+    come out the same as without any cache."""
+    cache_dir = tmp_path / "cache"
+    user = _user_rules(tmp_path)
+    want = _cached_rules(tmp_path / "fresh", user)
+    assert _cached_rules(cache_dir, user) == want             # builds the entry
+    entry = _entry_for(cache_dir, user)
+    good = entry.read_bytes()
+    assert good.startswith(b"{") and (entry.stat().st_mode & 0o777) == 0o600
+    bad_entries = {
+        "cut": good[: len(good) // 2],
+        "garbage": b"\x80\x04garbage",
+        "foreign class": good.replace(b'"__dc__":"Fix"', b'"__dc__":"Popen"', 1),
+        "pickle": b"\x80\x04\x95" + os.urandom(64),
+        "edited title": good.replace(b"port", b"PWNED"),    # well-formed but not what the files say: mode 0666
+    }
+    for what, data in bad_entries.items():
+        entry.write_bytes(data)
+        if what == "edited title":
+            entry.chmod(0o666)
+        assert _cached_rules(cache_dir, user) == want, what
+        assert json.loads(entry.read_bytes()) == json.loads(good), what   # rewritten whole (atomic), mode 0600
+        assert (entry.stat().st_mode & 0o777) == 0o600
+    # stale: a rule edited gets a new key, and the old entry is not read for it
+    path = sorted(user.rglob("*.yaml"))[0]
+    path.write_text(path.read_text().replace("title:", "title: edited —", 1))
+    assert "edited —" in _cached_rules(cache_dir, user)
+    assert _entry_for(cache_dir, user).exists() and _entry_for(cache_dir, user) != entry
+
+
+def test_model_copy_is_data_and_only_our_own(tmp_path, monkeypatch):
+    """The classifier's binary copy: a tampered table (wrong shape), trailing bytes, or a well-formed copy with
+    other weights that another user could have written (mode 0666) is never used."""
+    from logdoctor.classify.runtime import DEFAULT_PATH
+    from logdoctor.matching import cache
+    monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    want = json.loads(DEFAULT_PATH.read_text())
+    assert cache.cached_json(DEFAULT_PATH) == want
+    (copy,) = (tmp_path / "cache").glob("json-*.bin")
+    good = copy.read_bytes()
+    other = dict(want, temperature=99.0)
+    for data, mode in ((good[:-8], 0o600), (good + b"x", 0o600), (cache._pack(other), 0o666)):
+        copy.write_bytes(data)
+        copy.chmod(mode)
+        assert cache.cached_json(DEFAULT_PATH) == want
+    copy.write_bytes(cache._pack(other))
+    copy.chmod(0o600)
+    assert cache.cached_json(DEFAULT_PATH)["temperature"] == 99.0   # (ours and well-formed: used, as designed)

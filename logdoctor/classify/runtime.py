@@ -248,7 +248,7 @@ def _evidence(a) -> list[tuple[int, str]]:
 
 @lru_cache(maxsize=4)
 def _load(path: str, mtime: float):
-    from logdoctor.matching.cache import cached_json  # a marshal copy keyed by content: no 0.5 MB JSON parse
+    from logdoctor.matching.cache import cached_json  # a binary copy keyed by content: no 0.5 MB JSON parse
     data = cached_json(path)
     assert isinstance(data, dict), f"{path}: not a model"
     model = Model(data)

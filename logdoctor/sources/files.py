@@ -83,7 +83,7 @@ def read_checked(fh, origin: str) -> bytes | Stream:
         from logdoctor.formats.journal_export import looks_like_export
         if not looks_like_export(head):
             sniff(head, origin, partial=True)
-    from logdoctor.progress import read_all   # the rest, with progress on a TTY (bytes read, rate)
+    from logdoctor.progress import read_all  # the rest, with progress on a TTY (bytes read, rate)
     return head + read_all(fh, origin)
 
 
