@@ -26,4 +26,10 @@ def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=N
     return _watch(unit, timeout=timeout, health_url=health_url, journal=journal, history=history, **kw)
 
 
-__all__ = ["diagnose", "watch", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]
+def triage(paths, *, jobs=None, scheduler=None, year=None):
+    """Triage many logs → pandas.DataFrame, one row per attempt (needs logdoctor[triage]); docs/triage.md."""
+    from logdoctor.triage import triage as _triage
+    return _triage(paths, jobs=jobs, scheduler=scheduler, year=year)
+
+
+__all__ = ["diagnose", "watch", "triage", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]

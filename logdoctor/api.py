@@ -9,7 +9,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from logdoctor import remedy
+from logdoctor import calibration, remedy
+from logdoctor.attempts import outcome, verdict_attempt
+from logdoctor.defects import engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence
 from logdoctor.matching.conditions import Context
 from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
@@ -49,28 +51,59 @@ def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = 
 
 def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None,
                       tried_extra: dict | None = None) -> Diagnosis:
-    """Timeline -> Diagnosis of its last attempt: rules (+ classifier) decide (matching/decide.py), the fix planner
-    proposes (skipping `tried_extra` values: lever -> values tried elsewhere, from the attempt history), and the
-    Diagnosis is built here, once."""
+    """Timeline -> Diagnosis of the attempt the verdict is about (attempts.verdict_attempt: the most recent failed
+    attempt while a later one is still starting, else the last): rules (+ classifier) decide (matching/decide.py),
+    the fix planner proposes (skipping `tried_extra` values: lever -> values tried elsewhere, from the attempt
+    history), and the Diagnosis is built here, once. Mechanisms that are not a cause of the taxonomy come first: a
+    hang while serving (serving.py) and a defect in the engine's own code (defects.py) are named, cause unknown."""
     per_attempt: list[tuple[Attempt, list[Candidate]]] = []
     for a in tl.attempts:
         cands = candidates(rule_set, Context.build(tl, a)) if a.failed else []
         per_attempt.append((a, cands))
-    a, cands = per_attempt[-1]
+    vi, attempt_note = verdict_attempt(tl.attempts)
+    a, cands = per_attempt[vi]
     listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
-    common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed, rank=a.first_failing_rank,
-                  config=_config_view(a), window=_window(tl, res), origin=res.origin)
+    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
+                              "damage": res.stats.damage()}
+    prefix_note = None
+    if res.stats.unknown_prefix:
+        window["prefix"] = res.stats.unknown_prefix
+        prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
+                       "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
+    head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
+    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
+        window["cut"] = f"input ends early ({res.stats.stopped})"
+        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
+                            "lines read") if n]
+    tail = [prefix_note] if prefix_note else []
+    common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed,
+                                  rank=a.first_failing_rank, config=_config_view(a), window=window, origin=res.origin,
+                                  attempt_index=vi)
     if not a.failed:
         explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
             "No failure in this window: no fatal traceback, no death message, no failed systemd result."
         return Diagnosis(phase=a.phase, cause=None, confidence=healthy_confidence(a.ready), rule=None,
-                         explanation=explanation, attempts=_attempts(per_attempt, None), candidates=listed, **common)
+                         explanation=explanation, attempts=_attempts(per_attempt, vi, None), candidates=listed,
+                         notes=tail + _hardware_warnings(a), **common)
+    named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
+                 attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
+    strong = [c for c in cands if c.rule.confidence >= 0.7]
+    if a.hang is not None and not (a.decisive is not None and a.decisive.fatal) and not any(c.cause != "startup_timeout" for c in strong):
+        h = a.hang
+        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
+                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
+                         actions=h.actions(), **named)
+    defect = engine_defect(a)
+    if defect is not None and not strong:
+        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
+                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
+                         actions=defect.actions(tl.engine), **named)
     v = decide(tl, a, cands, rule_set, classifier)
     listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
     if v.winner is None:
         return Diagnosis(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, evidence=_unknown_evidence(a),
-                         explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT),
-                         attempts=_attempts(per_attempt, None), candidates=listed, **common)
+                         explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT), notes=head + tail,
+                         attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
     win = v.winner
     phase = a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
@@ -85,21 +118,69 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
+    # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
+    conf, why_low = calibration.adjust(v.confidence, rule_candidates=cands, winner=win, evidence=evidence)
+    if window["cut"]:
+        conf = round(min(conf * 0.85, 0.7), 2)
+    low = [f"confidence lowered: {why_low}"] if why_low else []
     return Diagnosis(
-        phase=phase, cause=win.cause, confidence=v.confidence, rule=win.rule.id, title=win.rule.title,
+        phase=phase, cause=win.cause, confidence=conf, rule=win.rule.id, title=win.rule.title,
         evidence=evidence, explanation=explanation,
-        fixes=fixes, notes=notes + _tried_notes(tl), actions=[_fill(x, vars_) for x in win.rule.actions],
+        fixes=fixes, notes=head + notes + _tried_notes(tl) + low + tail,
+        actions=[_fill(x, vars_) for x in win.rule.actions],
         no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
-        attempts=_attempts(per_attempt, win.cause), candidates=listed, **common)
+        attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
 
 
-def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], last_cause: str | None) -> list[dict]:
-    """One entry per attempt: where it started, its phase, and its cause (the verdict's for the last one)."""
+def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, cause: str | None) -> list[dict]:
+    """One entry per attempt: where it started, its phase, its cause (the verdict's for the attempt it is about) and
+    its outcome (failed / ready / in_progress / stopped)."""
     out = [{"started_line": x.start_line, "phase": x.phase,
-            "cause": (c[0].cause if c else UNKNOWN) if x.failed else None} for x, c in per_attempt]
-    if last_cause is not None:
-        out[-1]["cause"] = last_cause
+            "cause": (c[0].cause if c else UNKNOWN) if x.failed else None, "outcome": outcome(x)}
+           for x, c in per_attempt]
+    if cause is not None:
+        out[vi]["cause"] = cause
     return out
+
+
+def _hardware_warnings(a: Attempt) -> list[str]:
+    """A hardware-class Xid while the service is up is worth a warning even though nothing failed (yet)."""
+    from logdoctor.vocab import XID_HARDWARE
+    out = []
+    for e in a.kernel:
+        x = e.values.get("xid")
+        if e.name == "xid" and x in XID_HARDWARE:
+            w = (f"warning: the kernel logged hardware-class Xid {x} for the GPU at PCI {e.values.get('pci')} (line "
+                 f"{e.line}) while the service was up; if the service uses that GPU, check it: "
+                 "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER")
+            if w not in out:
+                out.append(w)
+        elif e.name == "fallen_off":
+            out.append(f"warning: a GPU fell off the bus (line {e.line}) while the service was up")
+    return out[:3]
+
+
+def cut_reason(a: Attempt) -> str | None:
+    """Where the window ends early: inside the decisive traceback, or after a death line whose error is missing."""
+    if not a.failed:
+        return None
+    dec = a.decisive
+    if dec is not None and dec.cut is not None:
+        return dec.cut_reason
+    if dec is not None and not dec.fatal and not dec.errors and any(e.kind == "death" for e in a.events) \
+            and not a.kernel and not any(k in a.systemd for k in ("timeout", "oom")):
+        return "before the final error"
+    return None
+
+
+def cut_note(a: Attempt) -> str:
+    dec = a.decisive
+    if dec is not None and dec.cut is not None:
+        f = dec.engine_frame()
+        where = f" (last engine frame: {f.func} in {f.basename})" if f is not None and f.func else ""
+        return (f"the final error is not in the window: it ends {dec.cut_reason}{where}; "
+                "run journalctl -u UNIT -n 1000 to see the exception")
+    return "the final error is not in the window: only the death notice is; run journalctl -u UNIT -n 1000"
 
 
 def _tried_notes(tl: Timeline) -> list[str]:
@@ -187,15 +268,6 @@ def _fill(template: str, vars_: dict) -> str:
 
 def _config_view(a: Attempt) -> dict:
     return {k: v for k, v in a.config.levers.items() if isinstance(v, (int, float, str, bool)) or v is None}
-
-
-def _window(tl: Timeline, res: ReadResult) -> dict:
-    """The JSON `window`: lines read, whether the launch is in it, what was repaired on the way in, and where a
-    truncated or capped archive cut it short (the verdict covers only what was read; docs/reliability.md)."""
-    window = {"lines": res.stats.read, "start_seen": tl.start_seen, "damage": res.stats.damage()}
-    if res.stats.stopped:
-        window["cut"] = f"input ends early ({res.stats.stopped})"
-    return window
 
 
 def _ready_text(a: Attempt) -> str:

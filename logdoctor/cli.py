@@ -143,4 +143,5 @@ def timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir
 _LAZY = {"rules": ("logdoctor.commands.rules", "rules"), "eval": ("logdoctor.commands.evaluate", "eval_cmd"),
          "train": ("logdoctor.commands.train", "train_cmd"), "history": ("logdoctor.commands.history", "history"),
          "fix": ("logdoctor.commands.fix", "fix_cmd"), "watch": ("logdoctor.commands.watch", "watch_cmd"),
-         "notify": ("logdoctor.commands.notify", "notify_cmd")}
+         "notify": ("logdoctor.commands.notify", "notify_cmd"),
+         "triage": ("logdoctor.commands.triage", "triage_cmd")}

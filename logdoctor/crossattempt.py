@@ -19,6 +19,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 
+from logdoctor.attempts import verdict_attempt
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.history import AttemptRow, History
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD
@@ -151,11 +152,13 @@ def _config(a: Attempt) -> dict:
 
 
 def rows_for(tl: Timeline, d: Diagnosis, *, unit: str | None = None, host: str | None = None) -> list[AttemptRow]:
-    """One row per attempt in the window; the last one carries the verdict's cause, rule and fixes[0]."""
+    """One row per attempt in the window; the attempt the verdict is about (the last, or the most recent failed one
+    while a restart is still starting: Diagnosis.attempt_index) carries the verdict's cause, rule and fixes[0]."""
     u = unit_of(tl, unit)
     rows = []
+    vi = d.attempt_index if d.attempt_index is not None else len(tl.attempts) - 1
     for i, a in enumerate(tl.attempts):
-        last = i == len(tl.attempts) - 1
+        last = i == vi
         if not a.records:
             continue
         h = host_of(a, host)
@@ -169,7 +172,7 @@ def rows_for(tl: Timeline, d: Diagnosis, *, unit: str | None = None, host: str |
             key=attempt_key(h, u, a), host=h, unit=u, engine=tl.engine, engine_version=tl.engine_version,
             model=str(a.config.raw.get("model_path") or a.config.raw.get("model") or "") or None,
             started=ts.isoformat() if ts else None, config=_config(a), phase=d.phase if last else a.phase,
-            outcome=_outcome(a, last), cause=(d.cause if last else cause) if a.failed else None,
+            outcome=_outcome(a, i == len(tl.attempts) - 1), cause=(d.cause if last else cause) if a.failed else None,
             signature=signature(a) if a.failed else None, fix=fix, rule=d.rule if last else None,
             origin=d.origin or None))
     return rows
@@ -365,7 +368,7 @@ def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Revi
                          f"On its own, this attempt's log reads: {d.explanation}").strip()
         d.actions = list(HOST_CHECKS)
         if d.attempts:
-            d.attempts[-1]["cause"] = "hardware_fault"
+            d.attempts[d.attempt_index if d.attempt_index is not None else -1]["cause"] = "hardware_fault"
     d.fixes = []
     d.no_flag_change = True
     target = f" (it came up on {moved})" if moved else ""
@@ -386,14 +389,16 @@ def diagnose_with_history(tl: Timeline, res, rule_set, *, classifier=None, histo
     if history is None:
         return diagnose_timeline(tl, res, rule_set, classifier=classifier)
     u = unit_of(tl, unit)
-    last = tl.attempts[-1]
+    # the attempt the verdict is about: the last, or the most recent failed one while a restart is still starting
+    vi, _ = verdict_attempt(tl.attempts)
+    last = tl.attempts[vi]
     h = host_of(last, host)
     # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules
     window_rows: list[AttemptRow] = []
     known = {}
     if h:
         known = {r.key: r for r in history.query(host=h, unit=u)}
-    for a in tl.attempts[:-1]:
+    for a in tl.attempts[:vi]:
         if not a.records:
             continue
         key = attempt_key(host_of(a, host), u, a)
@@ -410,12 +415,13 @@ def diagnose_with_history(tl: Timeline, res, rule_set, *, classifier=None, histo
     tried = tried_values(earlier)
     d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
     rows = rows_for(tl, d, unit=u, host=host)
-    cur = replace(rows[-1]) if rows and rows[-1].key == cur_stub.key else None
-    if cur is not None:
+    ci = next((i for i, r in enumerate(rows) if r.key == cur_stub.key), None)
+    if ci is not None:
+        cur = replace(rows[ci])
         elsewhere = [r for r in history.query(unit=u) if r.host != h] if u else []
         rv = review(d, cur, earlier, elsewhere)
         d.history = rv.to_dict()
-        rows[-1] = rows_for(tl, d, unit=u, host=host)[-1]
+        rows[ci] = rows_for(tl, d, unit=u, host=host)[ci]
     history.record(window_rows + rows)
     return d
 

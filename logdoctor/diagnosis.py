@@ -52,6 +52,7 @@ class Diagnosis:
     candidates: list[dict] = field(default_factory=list)
     no_flag_change: bool = False
     origin: str = ""
+    attempt_index: int | None = None   # which attempt of the window the verdict is about (0-based)
     history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
 
     @property
@@ -84,5 +85,6 @@ class Diagnosis:
             "config": dict(self.config),
             "attempts": list(self.attempts),
             "window": dict(self.window),
+            "notes": list(self.notes),
             **({"history": dict(self.history)} if self.history is not None else {}),
         }

@@ -11,7 +11,7 @@ from logdoctor.errors import MissingExtra
 
 EXTRAS = {
     "train": ("sklearn", "numpy"),
-    "triage": ("pandas",),
+    "triage": ("pandas", "matplotlib"),
     "dask": ("dask",),
     "journal": ("systemd",),
 }

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from logdoctor.engines.prefixes import split_prefix
 from logdoctor.errors import InputError, UsageError
-from logdoctor.formats import Outer, container, journal_export, journal_json, journal_text
+from logdoctor.formats import Outer, container, journal_export, journal_json, journal_text, wrappers
 from logdoctor.formats.clean import clean, mostly_control
 from logdoctor.intake import Damage, repair, repair_lines, sniff
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
@@ -89,6 +89,12 @@ def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None
     records: list[Record] = []
     unparsed: list[Unparsed] = []
     compose_names = _compose_names(lines)
+    wrap_kinds, stats.unknown_prefix = wrappers.detect(lines)
+    if compose_names:
+        stats.unknown_prefix = None
+    unknown_rx = wrappers.unknown_rx(stats.unknown_prefix)
+    if unknown_rx is not None:
+        wrap_kinds = wrap_kinds | {("unknown", unknown_rx)}
     prev_outer: Outer | None = None     # the last journal-text header, for continuation lines
     prev_rec: Record | None = None
     for i, raw in enumerate(lines, 1):
@@ -127,7 +133,7 @@ def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None
         if prev_outer is not None and line[:1].isspace():
             cont = journal_text.continuation_text(line, prev_outer.msg_col)
             if cont is not None:
-                rec = _record(prev_outer, cont, i, continuation=True, inherit=prev_rec)
+                rec = _record(prev_outer, cont, i, continuation=True, inherit=prev_rec, wrap=wrap_kinds)
                 _emit(records, stats, rec)
                 prev_rec = rec
                 continue
@@ -142,8 +148,10 @@ def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None
             outer = container.parse_generic_timestamp(line)
         if outer is None:
             outer = Outer(fmt="raw", msg=line)
-        rec = _record(outer, outer.msg, i, inherit=prev_rec)
+        rec = _record(outer, outer.msg, i, inherit=prev_rec, wrap=wrap_kinds)
         _emit(records, stats, rec, skipped=not rec.msg.strip())
+        if "wrapper" in rec.extra:
+            stats.prefixes[rec.extra["wrapper"]] = stats.prefixes.get(rec.extra["wrapper"], 0) + 1
         prev_outer = outer if outer.fmt in _SHORT_FORMATS else None
         prev_rec = rec
     return ReadResult(records=records, stats=stats, unparsed=unparsed, origin=origin)
@@ -183,19 +191,27 @@ def _entry_records(outer: Outer, first: int, last: int) -> list[Record]:
 
 
 def _record(outer: Outer, msg: str, line: int, *, continuation: bool = False, inherit: Record | None = None,
-            end: int = 0) -> Record:
-    p = split_prefix(msg)
+            end: int = 0, wrap: frozenset[str] = frozenset()) -> Record:
+    unknown = next((k[1] for k in wrap if isinstance(k, tuple)), None)
+    w = wrappers.peel(msg, wrap, unknown)  # a process manager's prefix (Ray, torchrun, mpirun, srun, kubectl)
+    p = split_prefix(w.body)
     transport = outer.transport or SERVICE
+    # a wrapper that names the writer (rank, pid) makes every line self-identifying, like an engine prefix
+    engine = p.engine or (f"{w.wrapper}" if w.wrapper and (w.rank or w.pid or w.proc) else None)
     rec = Record(line=line, msg=p.body, text=msg, end_line=end if end and end != line else 0, fmt=outer.fmt,
-                 ts=outer.ts, host=outer.host, ident=outer.ident, unit=outer.unit, pid=outer.pid,
-                 priority=outer.priority, transport=transport, level=p.level, engine_ts=p.ts, proc=p.proc,
-                 rank=p.rank, src=p.src, continuation=continuation, prefix_engine=p.engine,
+                 ts=outer.ts or w.ts, host=outer.host, ident=outer.ident or w.ident, unit=outer.unit, pid=outer.pid,
+                 priority=outer.priority, transport=transport, level=p.level, engine_ts=p.ts, proc=p.proc or w.proc,
+                 rank=p.rank or w.rank, src=p.src, continuation=continuation, prefix_engine=engine,
                  extra=dict(outer.extra) if outer.extra else {})
+    if w.wrapper:
+        rec.extra["wrapper"] = w.wrapper
     if p.tag_pid is not None:
         rec.extra["tag_pid"] = str(p.tag_pid)
+    elif w.pid is not None:
+        rec.extra["tag_pid"] = str(w.pid)
     # A line without an engine prefix continues the last prefixed line of the same writer (SGLang prints a
     # traceback as one multi-line log record: only its first line has the [time TPn] prefix).
-    if p.engine is None and inherit is not None and inherit.transport == transport and inherit.pid == rec.pid \
+    if engine is None and inherit is not None and inherit.transport == transport and inherit.pid == rec.pid \
             and inherit.host == rec.host and inherit.ident == rec.ident:
         rec.rank = rec.rank or inherit.rank
         rec.proc = rec.proc or inherit.proc

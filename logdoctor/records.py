@@ -69,6 +69,8 @@ class Stats:
     encoding: str = "utf-8"       # detected input encoding (utf-16-le, utf-8-bom, ...)
     stopped: str | None = None    # where a truncated or capped compressed input stopped
     formats: dict[str, int] = field(default_factory=dict)
+    prefixes: dict[str, int] = field(default_factory=dict)   # process-manager prefixes peeled (ray, torchrun, ...)
+    unknown_prefix: str | None = None   # a prefix most lines share that no parser knows (digits shown as N)
 
     def count_format(self, fmt: str) -> None:
         self.formats[fmt] = self.formats.get(fmt, 0) + 1
@@ -93,6 +95,10 @@ class Stats:
             s += f"; input stopped early: {self.stopped}"
         if fm:
             s += f"; formats: {fm}"
+        if self.prefixes:
+            s += "; prefixes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.prefixes.items(), key=lambda kv: -kv[1]))
+        if self.unknown_prefix:
+            s += f"; unknown line prefix {self.unknown_prefix!r} on most lines (peeled as an unknown wrapper)"
         return s
 
     def damage(self) -> dict:

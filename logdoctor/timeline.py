@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypedDict
 
+from logdoctor import attempts as att
+from logdoctor import decisive as dcs
+from logdoctor import serving
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import ENGINES
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
-from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, Record
+from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
 from logdoctor.vocab import EventKind, PhaseSource
 
 PHASES = mk.PHASES
@@ -37,6 +40,9 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
     (r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_worker_distributed_environment)$", "dist_init"),
     (r"^(parse_args|check_server_args|__post_init__|create_engine_config|from_cli_args|_verify_args|verify_with_parallel_config|_check_and_set_config)$", "launch"),
     (r"^(event_loop_normal|event_loop_overlap|run_batch|forward_batch_generation|process_batch_result|exposed_step|forward_step|forward_fill_batch|prepare_for_extend|prepare_for_decode|run_busy_loop|_process_engine_step|step_with_batch_queue|handle_generate_request|generate_request)$", "serving"),
+    # a model forward pass that no frame above names: before the service is up, the first forwards are the
+    # profile / warm-up runs
+    (r"^(forward|_forward|forward_impl|forward_native|forward_cuda|_call_impl|_wrapped_call_impl)$", "warmup"),
     (r"^(<module>|_run_module_as_main|_run_code)$", "launch"),
 )
 # the error itself → the phase it belongs to, for excerpts with neither markers nor telling frames
@@ -44,12 +50,18 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
     (r"Capture cuda graph failed|stream is capturing|CUDA graph capture|cudagraph", "graph_capture"),
     (r"could not be created: KV cache|KV cache (?:size|memory|blocks?)\b|Not enough memory\. Please try to increase --mem-fraction-static|No available memory for the cache blocks|"
      r"KV cache is needed|Not enough space for mamba|Cannot auto-fit max_model_len", "memory_pool"),
+    # the engine's own ZMQ IPC sockets are bound while it launches (front end ↔ engine core), not by torch.distributed
+    (r"ZMQError: Address already in use|zmq\.error\.ZMQError", "launch"),
     (r"NCCL|nccl|ProcessGroup|gloo|init_process_group|TCPStore|c10d|rendezvous|EADDRINUSE|Address already in use|"
      r"custom.?all.?reduce", "dist_init"),
     (r"no kernel image|undefined symbol|ImportError|ModuleNotFoundError|cannot open shared object|"
      r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+", "launch"),
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
+_COMPILE_FILES = re.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
+# markers printed from inside another step's forward pass (vLLM compiles during the profile run): they say the
+# engine got there, not which step the forward belonged to, so a traceback's frames may place the failure
+_NESTED_MARKERS = {"dynamo", "compile_range", "compile_cache"}
 _ERROR_RX = tuple((re.compile(p), ph) for p, ph in ERROR_PHASES)
 _FRAME_RX = tuple((re.compile(p), ph) for p, ph in FRAME_PHASES)
 
@@ -61,7 +73,7 @@ _SD_TIMEOUT = re.compile(r"start(?:-pre|-post)? operation timed out|State 'start
 _SD_OOM = re.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
 _SD_STOPPING = re.compile(r"^Stopping ")  # a stop job someone asked for; after a crash systemd says "Stopped"
 _XID = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
-_KOOM = re.compile(r"Out of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
+_KOOM = re.compile(r"(?:Out|out) of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
 _SHUTDOWN = re.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
 _FALLEN = re.compile(r"GPU has fallen off the bus|fallen off the bus")
 
@@ -139,6 +151,8 @@ class Attempt:
     systemd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())   # result, exit code/status, timeout
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
+    decisive: dcs.Decisive | None = None   # the one decisive-error computation every consumer reads
+    hang: serving.Hang | None = None       # stopped answering while serving (no traceback of its own)
 
     @property
     def completed_by_all(self) -> str | None:
@@ -193,10 +207,11 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
     eng, version = engine_detect.detect(records, engine)
     # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
     tables = _TABLES.get(eng) or _FALLBACK
-    chunks = _split_attempts(records, tables[0])
-    attempts = [_attempt(i, chunk, eng, version, tables) for i, chunk in enumerate(chunks)]
+    own = att.ownership(records)
+    chunks = att.split(records, tables[0], own)
+    attempts = [_attempt(i, chunk, eng, version, tables, own) for i, chunk in enumerate(chunks)]
     if not attempts:
-        attempts = [_attempt(0, [], eng, version, tables)]
+        attempts = [_attempt(0, [], eng, version, tables, own)]
     # the launch of every later attempt is inside the window by construction; the first one's maybe not
     for a in attempts[1:]:
         a.start_seen = True
@@ -204,71 +219,11 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
                     start_seen=attempts[0].start_seen)
 
 
-def _split_attempts(records: list[Record], markers) -> list[list[Record]]:
-    """Cut the window where the service starts again: systemd Started, a new boot, a new config dump or version
-    banner after the previous attempt got going, or a new main PID after systemd saw the old one exit."""
-    chunks: list[list[Record]] = [[]]
-    seen_config = False
-    seen_progress = False
-    exited = False
-    last_pid = None
-    # what the current chunk holds, kept as it grows (rescanning the chunk per systemd line was quadratic)
-    units: set[str] = set()
-    own_start = has_service = False
-    for r in records:
-        new = False
-        if r.transport == SYSTEMD:
-            started = _SD_STARTED.match(r.msg)
-            same_unit = not units or r.unit in units or any(u.removesuffix(".service") in r.msg for u in units)
-            # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
-            # attempt only once the current one has exited, or when it holds no start line of its own yet
-            if started and same_unit and has_service and (exited or not own_start):
-                new = True
-            if _SD_EXIT.search(r.msg) or _SD_RESTART.search(r.msg):
-                exited = True
-        elif r.transport == META:
-            if r.msg.startswith("-- Boot") and has_service:
-                new = True
-        elif r.transport == SERVICE:
-            is_config = r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
-                bool(re.match(r"vLLM (?:server|API server) version", r.msg))
-            if is_config and seen_config and seen_progress:
-                new = True
-            if exited and last_pid is not None and r.pid is not None and r.pid != last_pid and seen_progress:
-                new = True
-        if new:
-            chunks.append([])
-            seen_config = seen_progress = exited = False
-            last_pid = None
-            units = set()
-            own_start = has_service = False
-        chunks[-1].append(r)
-        if r.transport == SERVICE:
-            has_service = True
-            if r.unit:
-                units.add(r.unit)
-        elif r.transport == SYSTEMD and not own_start and _SD_STARTED.match(r.msg):
-            own_start = True
-        if r.transport == SERVICE:
-            if r.msg.startswith("server_args=") or "non-default args:" in r.msg or \
-                    re.match(r"vLLM (?:server|API server) version", r.msg):
-                seen_config = True
-            elif seen_config and not seen_progress and r.msg and not r.continuation:
-                if any(m.keyword and m.keyword in r.msg and m.edge != "config" and m.phase != "launch" for m in markers) \
-                        or "Traceback" in r.msg:
-                    seen_progress = True
-            if r.pid is not None and last_pid is None:
-                last_pid = r.pid
-    # a trailing chunk with no line of the service itself (another unit's "Started") is not an attempt
-    out = [c for c in chunks if c]
-    while len(out) > 1 and not any(r.transport == SERVICE for r in out[-1]):
-        out[-2].extend(out.pop())
-    return out or [[]]
-
-
-def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables) -> Attempt:
+def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables,
+             own: att.Ownership | None = None) -> Attempt:
     marker_tab, death_tab = tables
-    blocks = assemble(recs)
+    own = own or att.Ownership()
+    blocks = assemble([r for r in recs if not r.extra.get(att.FOREIGN)])
     events: list[Event] = []
     ranks: dict[str, RankView] = {}
     phase = None                  # attempt-level current phase
@@ -280,8 +235,12 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     start_seen = False
     for r in recs:
         if r.transport == SYSTEMD:
+            if not own.own_systemd(r.msg, r.unit):
+                continue   # another unit's Started/Failed is not this service's
             ev = _systemd_event(r)
             if ev:
+                if ev.name == "result" and ev.values.get("result") == "timeout" and sd.get("stopped_by") == "operator":
+                    ev.values["result"] = "stop-timeout"   # the operator's stop timed out: not a start timeout
                 events.append(ev)
                 if ev.name == "started":
                     start_seen = True
@@ -290,11 +249,12 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
         if r.transport == KERNEL or (r.transport == SERVICE and ("NVRM:" in r.msg or "oom-kill" in r.msg or "Out of memory: Killed" in r.msg)):
             ev = _kernel_event(r)
             if ev:
+                ev.values.update(own.kernel_attribution(ev.values, r.msg, ev.name))
                 events.append(ev)
                 kernel.append(ev)
             if r.transport == KERNEL:
                 continue
-        if r.transport != SERVICE or not r.msg:
+        if r.transport != SERVICE or not r.msg or r.extra.get(att.FOREIGN):
             continue
         body = r.msg
         hit = mk.match(marker_tab, body) if marker_tab else None
@@ -333,6 +293,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     for v in ranks.values():
         if v.phases:
             v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
+    att.attribute_kill_reports(kernel)
     config = extract_config(recs, engine, version)
     _derive(readings, config.levers)
     a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,
@@ -399,33 +360,27 @@ def frames_phase(block: Block | None) -> str | None:
     if block is None:
         return None
     funcs = [fr.func for sec in block.sections for fr in sec.frames]
+    if any(_COMPILE_FILES.search(fr.file) for sec in block.sections for fr in sec.frames):
+        return "graph_capture"   # torch.compile itself failed (dynamo / inductor / the engine's compile backend)
     for rx, ph in _FRAME_RX:
         if any(rx.match(f) for f in funcs):
             return ph
     return None
 
 
-def is_fatal_block(b: Block) -> bool:
-    """A traceback that ends in an exception (warnings and handled retries print none)."""
-    if b.kind == "abort":
-        return True
-    fin = b.final
-    if fin is None or not (fin.exc_type or fin.exc_msg):
-        return False
-    t = fin.exc_type or ""
-    return not t.endswith(("Warning",)) and t not in ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError",
-                                                       "CancelledError", "GeneratorExit")
+is_fatal_block = dcs.is_fatal_block
 
 
 def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event], marker_tab, engine: str) -> None:
-    fatal_blocks = [b for b in a.blocks if is_fatal_block(b)]
+    a.decisive = dec = dcs.compute(a, ready_line)
+    fatal_blocks = dec.blocks
     # a unit stopped on purpose after it came up (systemctl stop / restart) did not fail, even if the stop timed out
     operator_stop = ready_line and a.systemd.get("stopped_by") == "operator"
     sd_fail = not operator_stop and (
         a.systemd.get("result") not in (None, "success") or a.systemd.get("code") in ("killed", "dumped")
         or (a.systemd.get("code") == "exited" and a.systemd.get("status") not in (None, "0")) or "timeout" in a.systemd
         or a.systemd.get("oom") == "true")
-    kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") for e in a.kernel)
+    kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") and not e.values.get("foreign") for e in a.kernel)
     after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
     if ready_line:
         # a per-request error (a 400 for a too-long prompt) prints a traceback too; the service kept serving if
@@ -439,7 +394,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     # ERROR lines outside tracebacks: fatal before the service came up; after it, only when a shutdown follows
     in_blocks = {r.line for b in a.blocks for r in b.records}
     err_lines = [r.line for r in a.records if r.transport == SERVICE and r.level in ("ERROR", "CRITICAL")
-                 and r.line not in in_blocks and r.msg.strip()]
+                 and r.line not in in_blocks and r.msg.strip() and not r.extra.get(att.FOREIGN)]
     if ready_line:
         shut = [r.line for r in a.records if r.transport == SERVICE and _SHUTDOWN.search(r.msg) and r.line > ready_line]
         last_shut = max(shut, default=0)
@@ -447,11 +402,18 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     else:
         err_fatal = err_lines
     deaths = deaths + [Event(l, "death", "error_line") for l in err_fatal[:1]]
+    # a fatal precursor (a negative KV size) with nothing after it but the end of the window is a death too
+    pre = [Event(ln, "death", "fatal_precursor", text=t, values=v) for ln, t, v in dcs.precursors(a.records)
+           if not any(e.kind == "marker" and e.line > ln and PHASE_INDEX.get(e.phase or "", 0) > PHASE_INDEX["memory_pool"]
+                      for e in a.events)][:1]
+    a.events.extend(pre)
+    deaths = deaths + pre
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
-    a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line))
-    if ready_line and not (after_ready or deaths_after or sd_fail):
+    a.hang = hung = serving.hang(a, ready_line) if ready_line else None
+    a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line) or hung)
+    if ready_line and not (after_ready or deaths_after or sd_fail or hung):
         a.failed = False
-    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after]
+    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after] + ([hung.first_line] if hung else [])
     a.fatal_line = min(firsts) if firsts else 0
     # the failing rank: the rank of the earliest fatal traceback that is not a front-end echo
     ranked = [b for b in after_ready if b.rank]
@@ -460,6 +422,7 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
     elif after_ready and _proc_is_rank(engine):
         procs = [b.proc.split("/")[-1] for b in after_ready if b.proc]
         a.first_failing_rank = procs[0] if procs else None
+    dec.rank = a.first_failing_rank
     for v in a.ranks.values():
         mine = [b for b in after_ready if (b.rank or (b.proc or "").split("/")[-1] or "main") == v.rank]
         if mine:
@@ -527,7 +490,7 @@ def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str 
             nxt = m.phase
         if phase is None or m.edge in ("end", "ready") or PHASE_INDEX[nxt] >= PHASE_INDEX.get(phase, 0) or m.edge == "begin":
             if not (m.phase == "launch" and phase is not None):
-                phase, implied = nxt, (m.edge == "end" and bool(m.then))
+                phase, implied = nxt, (m.edge == "end" and bool(m.then)) or m.name in _NESTED_MARKERS
     return phase, implied
 
 
@@ -562,11 +525,20 @@ def _kernel_event(r: Record) -> Event | None:
     msg = r.msg
     m = _XID.search(msg)
     if m:
-        return Event(r.line, "kernel", "xid", values={"xid": int(m.group("xid")), "pci": m.group("pci"),
-                                                      "xid_text": m.group("xmsg")}, text=msg, ts=r.ts)
+        vals = {"xid": int(m.group("xid")), "pci": m.group("pci"), "xid_text": m.group("xmsg")}
+        if m.group("xpid") and m.group("xpid").isdigit():
+            vals["pid"], vals["comm"] = int(m.group("xpid")), (m.group("xname") or "").strip()
+        return Event(r.line, "kernel", "xid", values=vals, text=msg, ts=r.ts)
     if _FALLEN.search(msg):
         return Event(r.line, "kernel", "fallen_off", text=msg, ts=r.ts)
     m = _KOOM.search(msg)
     if m:
-        return Event(r.line, "kernel", "oom_kill", values={k: v for k, v in m.groupdict().items() if v}, text=msg, ts=r.ts)
+        vals = {k: v for k, v in m.groupdict().items() if v}
+        pid = m.group("kpid") or (re.search(r"\bpid=(\d+)", msg) or [None, None])[1]
+        comm = m.group("kname") or (re.search(r"\btask=([^,\s]+)", msg) or [None, None])[1]
+        if pid:
+            vals["pid"] = int(pid)
+        if comm:
+            vals["comm"] = comm
+        return Event(r.line, "kernel", "oom_kill", values=vals, text=msg, ts=r.ts)
     return None

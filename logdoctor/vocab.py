@@ -88,6 +88,10 @@ OUTCOMES: Final = MappingProxyType(
     }
 )
 
+# outcomes of one attempt of the service in the window (JSON attempts[].outcome, attempts.outcome)
+AttemptOutcome = Literal["failed", "ready", "in_progress", "stopped"]
+ATTEMPT_OUTCOMES: Final[tuple[str, ...]] = get_args(AttemptOutcome)
+
 # --------------------------------------------------------------------------------------------------------------------
 # fix operations a rule may ask of a lever
 
@@ -104,6 +108,25 @@ FIX_OPS: Final = MappingProxyType(
     }
 )
 OPS: Final[tuple[str, ...]] = get_args(FixOp)
+
+# --------------------------------------------------------------------------------------------------------------------
+# rule precedence tiers, highest first (docs/rules.md "Precedence"; the points each is worth: matching/decide.py)
+
+Tier = Literal["system", "specific", "inferred", "generic", "fallback"]
+TIERS: Final = MappingProxyType(
+    {
+        "system": "the kernel, the GPU or systemd recorded the cause (Xid, OOM killer, ECC, bus loss, start timeout): "
+        "whatever the engine printed after it is a consequence",
+        "specific": "the failing component's own error names this mechanism: the engine's own check, CUDA's or a "
+        "library's specific error, the inner error a wrapper names",
+        "inferred": "a generic error (CUDA OOM, illegal address, SIGKILL, an ImportError, a divisibility assert) whose "
+        "cause follows from where or when it happened: frame, phase, flags, ranks, earlier attempts",
+        "generic": "evidence that is often a consequence or an echo of another failure (an NCCL error or timeout, a refused "
+        "connection, Errno 98 alone, a ValueError in argument checks, an unexplained SIGKILL)",
+        "fallback": "a catch-all: yields to any rule of another tier that fires on the same attempt",
+    }
+)
+TIER_NAMES: Final[tuple[str, ...]] = get_args(Tier)
 
 # --------------------------------------------------------------------------------------------------------------------
 # NVIDIA Xid classes (shared/reference/engines.md §E)

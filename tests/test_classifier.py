@@ -192,9 +192,9 @@ def _attempt_of(cause: str):
     pytest.skip(f"no failing {cause} fixture")
 
 
-def _rule(rid, cause, priority=90, confidence=0.9):
+def _rule(rid, cause, tier="specific", confidence=0.9):
     from logdoctor.matching.loader import Rule
-    return Rule(id=rid, cause=cause, title=rid, engines=("any",), match={}, priority=priority, confidence=confidence)
+    return Rule(id=rid, cause=cause, title=rid, engines=("any",), match={}, tier=tier, confidence=confidence)
 
 
 def _cand(rule, score):

@@ -128,7 +128,9 @@ def test_docs_catalogue_is_current(tmp_path: Path):
 
 
 # Lines every Python crash prints (the traceback header, frozen runpy frames): sharing them is not copying.
-_BOILERPLATE = re.compile(r'^\s*(Traceback \(most recent call last\):|File "<frozen [^>]+>", line \d+, in \w+)?\s*$')
+_BOILERPLATE = re.compile(r'^\s*(Traceback \(most recent call last\):|File "<frozen [^>]+>", line \d+, in \w+|'
+                          r'During handling of the above exception, another exception occurred:|'
+                          r'The above exception was the direct cause of the following exception:)?\s*$')
 
 
 def _windows(text: str, k: int = 3) -> set[tuple[str, ...]]:

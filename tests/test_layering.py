@@ -11,11 +11,11 @@ PKG = Path(__file__).resolve().parents[1] / "logdoctor"
 
 LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it
     ("vocab", "errors", "records", "diagnosis", "extras", "progress", "evidence"),
-    ("formats", "sources", "engines", "read", "blocks", "corpus", "history"),
-    ("levers", "config", "timeline"),
+    ("formats", "sources", "engines", "read", "blocks", "corpus", "history", "hints"),
+    ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),
     ("matching", "classify", "unitfile"),
-    ("remedy", "api", "crossattempt"),
-    ("render", "evaluation", "notify", "watching"),
+    ("remedy", "api", "crossattempt", "calibration"),
+    ("render", "evaluation", "notify", "watching", "triage"),
     ("run", "about"),
     ("cli", "commands", "entry", "__init__", "__main__"),
 ]

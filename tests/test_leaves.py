@@ -124,6 +124,7 @@ CASES = [
     ),
     ("attempts", {"failed_min": 2, "configs_differ": True}, TWO, OOM),
     ("death", "sigquit", DIED, OOM),
+    ("cut", True, CAPTURE[:-1], CAPTURE),  # the window ends before the traceback's exception line
     ("engine", "sglang", OOM, [x.replace("sglang", "vllm") for x in ["vllm: INFO hello", "ERROR x"]]),
     ("level", "ERROR", ERRLINE, START),
     (

@@ -63,21 +63,21 @@ def test_lint_rejects_unknown_lever_duplicate_ids_and_schema_errors(tmp_path):
         load_rule_file(d / "a.yaml")
     (d / "a.yaml").write_text("id: x.a\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: '(a+)+b'}\nexamples: []\n")
     (d / "b.yaml").write_text("id: x.a\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: foo}\nexamples: []\n")
-    (d / "c.yaml").write_text("id: x.c\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: foo}\npriority: high\n")
+    (d / "c.yaml").write_text("id: x.c\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: foo}\ntier: high\n")
     rc, out, err = cli("rules", "lint", str(tmp_path))
     assert rc == 2
     assert "duplicate rule id 'x.a'" in err
     assert "catastrophic backtracking" in err
-    assert "c.yaml:5: schema: priority" in err
+    assert "c.yaml:5: schema: tier" in err
 
 
 def test_user_rule_folder_overrides_by_id(tmp_path, monkeypatch):
     d = tmp_path / "kv_cache_oom"
     d.mkdir()
     src = (ROOT / "rules" / "kv_cache_oom" / "sglang.kv-pool.not-enough-memory.yaml").read_text()
-    (d / "override.yaml").write_text(src.replace("priority: 90", "priority: 11"))
+    (d / "override.yaml").write_text(src.replace("tier: specific", "tier: generic"))
     by_id = {r.id: r for r in load_rules((str(d),))}
-    assert by_id["sglang.kv-pool.not-enough-memory"].priority == 11
+    assert by_id["sglang.kv-pool.not-enough-memory"].tier == "generic"
     monkeypatch.setenv("LOGDOCTOR_RULES_PATH", str(d))
     by_id = {r.id: r for r in load_rules(())}
-    assert by_id["sglang.kv-pool.not-enough-memory"].priority == 11
+    assert by_id["sglang.kv-pool.not-enough-memory"].tier == "generic"

@@ -27,7 +27,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def _key(r):
-    return (r.id, r.cause, r.priority, r.confidence, repr(r.match), [f.__dict__ for f in r.fixes], r.explain)
+    return (r.id, r.cause, r.tier, r.confidence, repr(r.match), [f.__dict__ for f in r.fixes], r.explain)
 
 
 def test_cached_rules_equal_parsed_rules(cache_dir):

@@ -124,7 +124,8 @@ class _Acc:
 
 
 def _exc_text(sec) -> str:
-    return f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or "")
+    from logdoctor.hints import strip_false  # a hint whose stated condition is false is not evidence
+    return strip_false(f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or ""))
 
 
 def _reached(a) -> str | None:
@@ -133,8 +134,8 @@ def _reached(a) -> str | None:
 
 
 def _fatal_blocks(a):
-    from logdoctor.timeline import is_fatal_block
-    return [b for b in a.blocks if is_fatal_block(b)]
+    from logdoctor.decisive import of
+    return of(a).blocks   # the one decisive-error computation (logdoctor/decisive.py)
 
 
 def features(tl, attempt) -> list[str]:
@@ -280,7 +281,8 @@ def _event_tokens(acc: _Acc, a) -> None:
                     add(f"death_exit:{int(float(code))}")
                 except (TypeError, ValueError):
                     pass
-            acc.text("death", e.text)
+            from logdoctor.hints import strip_false
+            acc.text("death", strip_false(e.text))
 
 
 def _config_tokens(acc: _Acc, cfg) -> None:

@@ -4,7 +4,7 @@ with the rule candidates.
 Combination (`Classifier.rerank` -> matching/decide.combine, where the constants live), in order:
 
 1. A decisive rule wins unchanged. Decisive = the top rule is a strong one (confidence ≥ DECISIVE_CONFIDENCE and
-   priority ≥ DECISIVE_PRIORITY) and no candidate of another cause scores within DECISIVE_MARGIN points of it.
+   of a tier in DECISIVE_TIERS) and no candidate of another cause scores within DECISIVE_MARGIN points of it.
    The only thing the classifier may do to it: when it is itself confident (≥ threshold) in another cause and gives
    the rule's cause less than DISSENT_P, the reported confidence is multiplied by DISSENT_FACTOR.
 2. No rule fired: the classifier fills in. Its top cause with calibrated probability p ≥ threshold becomes a
@@ -20,8 +20,8 @@ Combination (`Classifier.rerank` -> matching/decide.combine, where the constants
    the rule's cause less than DISSENT_P overrides them with a synthesised candidate; otherwise the rule stands.
 
 The threshold comes from the model file (chosen on held-out folds by classify/train.py, not by hand). The
-DECISIVE_* constants follow the rule-writing guide (docs/rules.md: specific rules sit at priority 70-130 with
-confidence 0.75-0.93; consequences and echoes lower) and rank.confidence's "close" gap of 5 points.
+DECISIVE_* constants follow the rule-writing guide (docs/rules.md: system, specific and inferred rules carry
+confidence 0.75-0.93; generic evidence and catch-alls are weaker) and rank.confidence's "close" gap of 5 points.
 $LOGDOCTOR_CLASSIFIER=PATH uses another model file, =off none.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import Model
-from logdoctor.vocab import CAUSE_TITLES
+from logdoctor.vocab import CAUSE_TITLES, TIER_NAMES
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "classifier.json"
 
@@ -76,7 +76,7 @@ class Classifier:
         Near miss: all the rule's evidence conditions hold (those that read the log's text: messages, exceptions,
         frames, hints, kernel, systemd, exit codes), only its scoping (phase, flags, engine, ranks, ...) failed.
         Order: near misses first, then the most top-level evidence conditions holding, phase fit, engine-specific
-        over generic, priority, id. Returns (rule or None, near_miss)."""
+        over generic, tier, id. Returns (rule or None, near_miss)."""
         from logdoctor.matching.conditions import Context, evaluate
         pool = [r for r in self._rules(rules) if r.cause == cause and r.applies_to(tl.engine) and r.id != "classifier"]
         if not pool:
@@ -122,7 +122,7 @@ class Classifier:
         for r in pool:
             phase_fit = 2 if attempt.phase in r.phases else 1 if not r.phases else 0
             scored.append(((not near_miss(r), -partial(r), -phase_fit, 0 if tl.engine in r.engines else 1,
-                            -r.priority, r.id), r))
+                            TIER_NAMES.index(r.tier), r.id), r))
         key, best = min(scored, key=lambda kr: kr[0])
         return best, not key[0]
 
@@ -138,7 +138,7 @@ class Classifier:
         # non-flag actions (diagnostic commands) are kept either way
         fixes = list(best.fixes) if best is not None and near else []
         explain = "" if alternative else self._explain(tl, attempt, cause, p, title, best, bool(fixes))
-        rule = Rule(id="classifier", cause=cause, title=title, engines=("any",), match={}, priority=0,
+        rule = Rule(id="classifier", cause=cause, title=title, engines=("any",), match={}, tier="generic",
                     confidence=max(min(p, 0.99), 0.01), explain=explain,
                     fixes=fixes, actions=list(best.actions) if best else [],
                     no_flag_change=bool(best.no_flag_change) if best else False, path=self.path)
@@ -228,9 +228,9 @@ def _human(tok: str) -> str:
 
 
 def _evidence(a) -> list[tuple[int, str]]:
-    from logdoctor.timeline import is_fatal_block
+    from logdoctor.decisive import of
     ev: list[tuple[int, str]] = []
-    for b in sorted((b for b in a.blocks if is_fatal_block(b)), key=lambda b: b.first_line)[:2]:
+    for b in sorted(of(a).fatal, key=lambda b: b.first_line)[:2]:
         for s in (b.sections[0], b.sections[-1]) if b.sections else ():
             text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
             ln = s.exc_line or b.first_line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
 import click
 
@@ -16,7 +17,10 @@ import click
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
 @click.option("--cv", "cv", type=click.IntRange(min=2), default=None,
               help="grouped K-fold (by variant_of): train the classifier on K-1 folds, score the rest")
-def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
+@click.option("--calibration", is_flag=True,
+              help="reliability of confidence >= 0.8 on shapes no rule was written for: grouped folds (--cv K, "
+                   "default 5) over the cases that share no variant_of with any rule's examples")
+def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
     """Cause/phase accuracy, first-fix agreement, forbidden suggestions, confusion matrix, per-engine figures.
 
     With --cv K the classifier is not the shipped one: every case is scored by a classifier trained without its
@@ -37,6 +41,9 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
     if fmt != "json":
         require("triage", "eval's tables (or use --format json)")
     from logdoctor import evaluation as ev
+    if calibration:
+        _calibration(case_dirs, rule_dirs, cv or 5, fmt)
+        return
     modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
     report = {}
     if cv:
@@ -73,3 +80,26 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv):
             if r.forbidden:
                 bits.append("forbidden " + ", ".join(r.forbidden))
             click.echo(f"   {r.id:<40} " + "; ".join(bits))
+
+
+def _calibration(case_dirs, rule_dirs, k: int, fmt: str) -> None:
+    from logdoctor import calibration as cal
+    from logdoctor import evaluation as ev
+    from logdoctor.matching.loader import load_rules
+    results = ev.run_cv(case_dirs, k, rule_dirs=rule_dirs, modes=["combined"])["combined"]
+    cases = ev.load_cases(case_dirs)
+    groups = cal.example_groups(cases, load_rules(tuple(rule_dirs)))
+    unseen = {c.id for c in cases if str(c.label.get("variant_of") or c.id) not in groups}
+    rep: dict[str, Any] = {"folds": k, "all": cal.reliability(results), "unseen": cal.reliability(results, unseen)}
+    if fmt == "json":
+        click.echo(json.dumps(rep, indent=2))
+        return
+    for name in ("all", "unseen"):
+        r = rep[name]
+        label = "all cases" if name == "all" else "cases sharing no variant_of with any rule example"
+        click.echo(f"== {label}: {r['cases']} ({k}-fold grouped, classifier trained without the case's group)")
+        click.echo(f"   confidence >= 0.8: {r['conf>=0.8']} verdicts, right {r['right_at_conf>=0.8']}")
+        for b, v in r["bins"].items():
+            click.echo(f"   confidence {b}: {v['cases']:>4} verdicts, right {v['right']}")
+        if r["wrong_at_conf"]:
+            click.echo("   wrong at >= 0.8: " + ", ".join(r["wrong_at_conf"]))

@@ -54,11 +54,13 @@ def _files(d: Path) -> list[Path]:
 @rules.command("lint")
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
 def lint_cmd(directory):
-    """Schema errors, duplicate ids, unknown levers, backtracking-prone regexes. Exit 2 on any problem."""
+    """Schema errors, duplicate ids, unknown levers, backtracking-prone regexes. Exit 2 on any problem; old-shape
+    keys (priority:, fallback:) and a missing tier are warnings (exit 0)."""
     from logdoctor.errors import RuleError
     from logdoctor.matching.schema import backtracking_risk
     d = Path(directory) if directory else bundled_rules_dir()
     problems: list[str] = []
+    warnings: list[str] = []
     ids: dict[str, Path] = {}
     n = 0
     for path in _files(d):
@@ -68,6 +70,7 @@ def lint_cmd(directory):
         except RuleError as exc:
             problems.append(str(exc))
             continue
+        warnings += [f"{path}: warning: {w}" for w in r.warnings]
         if r.id in ids:
             problems.append(f"{path}: duplicate rule id {r.id!r} (also in {ids[r.id]})")
         ids[r.id] = path
@@ -77,9 +80,9 @@ def lint_cmd(directory):
             why = backtracking_risk(pat)
             if why:
                 problems.append(f"{path}: regex {pat!r}: {why} (catastrophic backtracking risk)")
-    for p in problems:
+    for p in warnings + problems:
         click.echo(p, err=True)
-    click.echo(f"{n} rule files, {len(problems)} problems")
+    click.echo(f"{n} rule files, {len(problems)} problems" + (f", {len(warnings)} warnings" if warnings else ""))
     sys.exit(2 if problems else 0)
 
 

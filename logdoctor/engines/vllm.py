@@ -77,10 +77,10 @@ DEATHS: tuple[Marker, ...] = (
     Marker("engine_fatal", r"EngineCore encountered a (?:fatal error|issue)", "launch", "death", keyword="EngineCore encountered"),
     Marker("core_init_failed", r"Engine core initialization failed\.", "launch", "death", keyword="initialization failed"),
     Marker("frontend_failed", r"Frontend process failed during engine core initialization", "launch", "death", keyword="Frontend process"),
-    Marker("worker_died", r"Worker proc (?P<proc_name>\S+) died unexpectedly \(exit code: (?P<exit_code>-?\d+)\)", "launch", "death",
+    Marker("worker_died", r"Worker proc (?P<proc_name>\S+) died unexpectedly(?: \(exit code: (?P<exit_code>-?\d+)\)|, shutting down executor)", "launch", "death",
            keyword="died unexpectedly"),
     Marker("worker_failed", r"WorkerProc (?:failed to start|hit an exception|failed)", "launch", "death", keyword="WorkerProc"),
-    Marker("core_died", r"Engine core process (?P<proc_name>\S+) died unexpectedly|Process (?P<proc_name2>\S+) \(PID: \d+\) died with exit code (?P<exit_code>-?\d+)",
+    Marker("core_died", r"Engine core proc(?:ess)? (?P<proc_name>\S+) died unexpectedly|Process (?P<proc_name2>\S+) \(PID: \d+\) died with exit code (?P<exit_code>-?\d+)",
            "launch", "death", keyword="died"),
     Marker("ray_actor_died", r"The actor is dead because its worker process has died|RayActorError|ActorDiedError|"
            r"The actor died unexpectedly", "launch", "death", keyword="ctor"),

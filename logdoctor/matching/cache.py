@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-FORMAT = 3   # 3: JSON instead of pickle
+FORMAT = 4  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle
 _KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
 
 

@@ -7,14 +7,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from logdoctor import decisive
 from logdoctor.blocks import Block
 from logdoctor.limits import MATCH_CAP
 from logdoctor.matching.prefilter import can_match, for_context
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
-from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
+from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline
 from logdoctor.vocab import XID_APP, XID_HARDWARE
-
-_WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 
 
 @dataclass
@@ -48,29 +47,16 @@ class Context:
 
     @classmethod
     def build(cls, tl: Timeline, a: Attempt) -> Context:
-        fatal = [b for b in a.blocks if is_fatal_block(b)]
+        # the decisive error is computed once per attempt (logdoctor/decisive.py) and read here as-is
+        dec = decisive.of(a)
+        fatal = dec.blocks
         service = [r for r in a.records if r.transport == SERVICE]
-        kernel = [r for r in a.records if r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg)]
+        # kernel lines about another program's process (its pid, its memory cgroup) are not this service's evidence
+        foreign = {e.line for e in a.kernel if e.values.get("foreign")}
+        kernel = [r for r in a.records if (r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg))
+                  and r.line not in foreign]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
-        errors, inner, wrapper = [], [], []
-        for b in fatal:
-            for s in b.sections:
-                text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
-                errors.append((s.exc_line or b.first_line, text))
-            if b.sections:
-                root, fin = b.sections[0], b.sections[-1]
-                inner.append((root.exc_line or b.first_line, f"{root.exc_type}: {root.exc_msg}" if root.exc_type else root.exc_msg))
-                wrapper.append((fin.exc_line or b.first_line, f"{fin.exc_type}: {fin.exc_msg}" if fin.exc_type else fin.exc_msg))
-                for s in b.sections:
-                    w = _WRAPPED.match(s.exc_msg or "")
-                    if w:
-                        inner.append((s.exc_line or b.first_line, w.group("inner")))
-        in_blocks = {r.line for b in a.blocks for r in b.records}
-        for r in service:
-            if r.line in in_blocks:
-                continue
-            if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg):
-                errors.append((r.line, r.msg))
+        errors, inner, wrapper = list(dec.errors), list(dec.inner), list(dec.wrapper)
         levers = dict(a.config.levers)
         return cls(tl, a, tl.engine, levers, fatal, service, kernel, systemd, errors, inner, wrapper)
 
@@ -371,6 +357,8 @@ def leaf_xid(val, ctx, compiled, scope):
     else:
         want = set(val if isinstance(val, list) else [val])
     for e in codes:
+        if e.values.get("foreign") and e.values.get("xid") in XID_APP:
+            continue   # an application fault of another program's pid is that program's bug
         if e.name == "xid" and e.values.get("xid") in want:
             return Hit([(e.line, e.text)], captures={"xid": e.values["xid"], "pci": e.values.get("pci")})
     return None
@@ -487,6 +475,15 @@ def leaf_death(val, ctx, compiled, scope):
             h.evidence = [(e.line, e.text)] if e.text else []
             return h
     return None
+
+
+@leaf('cut', syntax='cut: true', schema={"type": "boolean"})
+def leaf_cut(val, ctx, compiled, scope):
+    """The window (or a paste) ends inside the decisive traceback, before its exception line
+    (`decisive.Decisive.cut`): the frames place the failure, its exception is not visible. Use a low confidence.
+    Example: `cut: true`."""
+    cut = decisive.of(ctx.attempt).cut is not None
+    return Hit() if cut == bool(val) else None
 
 
 @leaf('engine', syntax='engine: sglang',

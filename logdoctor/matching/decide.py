@@ -1,9 +1,11 @@
 """The verdict, in one place: how rule candidates score, how sure the winner is, how the classifier joins in, which
 causes are reported as alternatives, and when the answer is "unknown". Every number is a named constant here.
 
-1. Rules score (`rank.candidates`): priority + LEAF_POINTS per leaf matched (specificity) + EARLY_EVIDENCE_POINTS
-   when the evidence starts at or just after (EARLY_EVIDENCE_SLACK lines) the first fatal line (root cause beats
-   shutdown debris) - OFF_PHASE_PENALTY when the rule is scoped to phases the failure was not in.
+1. Rules score (`rank.candidates`): TIER_POINTS of the rule's precedence tier (vocab.TIERS) + LEAF_POINTS per leaf
+   matched (specificity) + EARLY_EVIDENCE_POINTS when the evidence starts at or just after (EARLY_EVIDENCE_SLACK
+   lines) the first fatal line (root cause beats shutdown debris) - OFF_PHASE_PENALTY when the rule is scoped to
+   phases the failure was not in. Tiers are TIER_STEP apart, more than specificity and position can add, so a
+   higher tier always wins unless the rule is off-phase; equal scores go to the earlier evidence line.
 2. Rules' confidence (`confidence`): the winner's own confidence, times CLOSE_FACTOR when a rule of another cause
    scores within CLOSE_GAP points, times NEAR_FACTOR within NEAR_GAP; never above MAX_CONFIDENCE.
 3. The classifier (`combine`, called by classify/runtime.Classifier.rerank) re-ranks or fills in, in four cases
@@ -20,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from logdoctor.vocab import TIER_NAMES
+
 if TYPE_CHECKING:
     from logdoctor.classify.runtime import Classifier
     from logdoctor.matching.loader import Rule
@@ -27,6 +31,10 @@ if TYPE_CHECKING:
     from logdoctor.timeline import Attempt, Timeline
 
 # 1. scoring
+TIER_STEP = 40.0  # bundled rules match 1-4 leaves: specificity + position add at most 11 points, never a tier
+TIER_POINTS = {tier: TIER_STEP * (len(TIER_NAMES) - 1 - i) for i, tier in enumerate(TIER_NAMES)}  # system 160 .. 0
+# rules written against the old shape (`priority: N`, 0..200, higher wins) load with the tier of their band
+LEGACY_PRIORITY_TIERS = ((115, "system"), (85, "specific"), (60, "inferred"), (0, "generic"))
 LEAF_POINTS = 2.0
 OFF_PHASE_PENALTY = 25.0
 EARLY_EVIDENCE_POINTS = 3.0
@@ -37,9 +45,9 @@ CLOSE_FACTOR = 0.8
 NEAR_GAP = 15.0
 NEAR_FACTOR = 0.92
 MAX_CONFIDENCE = 0.99
-# 3. classifier combination (docs/rules.md: specific rules sit at priority 70-130 with confidence 0.75-0.93)
+# 3. classifier combination (docs/rules.md: rules of the top three tiers, confidence 0.75-0.93)
 DECISIVE_CONFIDENCE = 0.7
-DECISIVE_PRIORITY = 60
+DECISIVE_TIERS = ("system", "specific", "inferred")  # generic evidence and catch-alls never overrule a dissent
 DECISIVE_MARGIN = CLOSE_GAP  # a rule of another cause this close makes it a close call
 SWITCH_MARGIN = 0.10
 DISSENT_P = 0.05
@@ -56,9 +64,14 @@ HEALTHY_READY_CONFIDENCE = 0.9
 HEALTHY_QUIET_CONFIDENCE = 0.6
 
 
-def score(priority: int, leaves: int, off_phase: bool, early: bool) -> float:
+def tier_for_priority(priority: int) -> str:
+    """The tier an old-style `priority: N` rule gets (its band in LEGACY_PRIORITY_TIERS)."""
+    return next(tier for floor, tier in LEGACY_PRIORITY_TIERS if priority >= floor)
+
+
+def score(tier: str, leaves: int, off_phase: bool, early: bool) -> float:
     """A firing rule's score (1.)."""
-    s = float(priority) + LEAF_POINTS * leaves
+    s = TIER_POINTS[tier] + LEAF_POINTS * leaves
     if off_phase:
         s -= OFF_PHASE_PENALTY
     if early:
@@ -109,7 +122,7 @@ def combine(
     top = cands[0]
     rival = next((c for c in cands[1:] if c.cause != top.cause), None)
     gap = top.score - rival.score if rival is not None else float("inf")
-    strong = top.rule.confidence >= DECISIVE_CONFIDENCE and top.rule.priority >= DECISIVE_PRIORITY
+    strong = top.rule.confidence >= DECISIVE_CONFIDENCE and top.rule.tier in DECISIVE_TIERS
     p_rule = probs.get(top.cause, 0.0)
     knows = top.cause in probs  # a cause the model never saw has p = 0 by ignorance, not by dissent
 

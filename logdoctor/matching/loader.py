@@ -14,7 +14,7 @@ from pathlib import Path
 from logdoctor.errors import InstallError, RuleError
 from logdoctor.limits import RULE_FILE_CAP, human
 from logdoctor.matching.conditions import LEAVES as _REGISTRY
-from logdoctor.vocab import CAUSES, OPS
+from logdoctor.vocab import CAUSES, OPS, TIER_NAMES
 from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
 
 LEAVES = tuple(_REGISTRY)
@@ -57,7 +57,7 @@ class Rule:
     title: str
     engines: tuple[str, ...]
     match: dict
-    priority: int = 50
+    tier: str = "generic"           # precedence tier (vocab.TIERS); "fallback" yields to any other tier (rank.py)
     confidence: float = 0.8
     phases: tuple[str, ...] = ()
     explain: str = ""
@@ -65,11 +65,16 @@ class Rule:
     actions: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     no_flag_change: bool = False    # hardware-style rules: say "do not change flags"
-    fallback: bool = False          # a catch-all: yields to any non-fallback rule firing on the attempt (rank.py)
     notes: str = ""                 # the why of the rule's mechanism and precedence (shown in the catalogue)
     evidence_lines: dict[str, int] = field(default_factory=dict)   # example case -> the line the evidence must show
     path: str = ""
     compiled: dict = field(default_factory=dict, repr=False)
+    warnings: tuple[str, ...] = ()     # old-shape keys the file used, a missing tier (`rules lint` prints them)
+
+    @property
+    def fallback(self) -> bool:
+        """A catch-all: it yields to any rule of another tier that fires on the attempt."""
+        return self.tier == "fallback"
 
     def applies_to(self, engine: str) -> bool:
         return "any" in self.engines or engine in self.engines
@@ -142,8 +147,8 @@ def _line_of(text: str, key: str, value: object = None) -> str:
     pats += [rf"^\s*-?\s*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"]
     for pat in pats:
         m = re.search(pat, text, re.M)
-        if m:
-            return f":{text.count(chr(10), 0, m.start()) + 1}"
+        if m:   # +1: a match may start at the newline before the key, which belongs to the previous line
+            return f":{text.count(chr(10), 0, m.start() + 1) + 1}"
     return ""
 
 
@@ -192,13 +197,36 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
     conf = float(data.get("confidence", 0.8))
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
+    tier, warnings = _tier(data, fail)
     return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
-                match=data["match"], priority=int(data.get("priority", 50)), confidence=conf,
+                match=data["match"], tier=tier, confidence=conf,
                 phases=tuple(phases), explain=str(data.get("explain", "")),
                 fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
                 examples=examples, no_flag_change=bool(data.get("no_flag_change", False)),
-                fallback=bool(data.get("fallback", False)), notes=" ".join(str(data.get("notes", "")).split()),
-                evidence_lines=pinned, path=str(path), compiled=compiled)
+                notes=" ".join(str(data.get("notes", "")).split()),
+                evidence_lines=pinned, path=str(path), compiled=compiled, warnings=warnings)
+
+
+def _tier(data: dict, fail) -> tuple[str, tuple[str, ...]]:
+    """The rule's tier, and warnings for `rules lint`: the old shape still loads (`priority: N` as the tier of its
+    band, `fallback: true` as `tier: fallback`), so user folders and rules written before tiers keep working."""
+    if "tier" in data:
+        tier = data["tier"]
+        if tier not in TIER_NAMES:
+            fail("tier", f"unknown tier {tier!r} (one of {', '.join(TIER_NAMES)})", tier)
+        old = [k for k in ("priority", "fallback") if k in data]
+        return str(tier), tuple(f"{k}: is ignored next to tier: (remove it)" for k in old)
+    if data.get("fallback") is True:
+        return "fallback", ("fallback: true is deprecated: write tier: fallback",)
+    if "priority" in data:
+        try:
+            prio = int(data["priority"])
+        except (TypeError, ValueError):
+            fail("priority", f"priority must be an integer, got {data['priority']!r} (better: a tier)")
+        from logdoctor.matching.decide import tier_for_priority
+        tier = tier_for_priority(prio)
+        return tier, (f"priority: {prio} is deprecated: it loads as tier: {tier} (docs/rules.md, Precedence)",)
+    return "generic", ("no tier: it defaults to generic (docs/rules.md, Precedence: choose one)",)
 
 
 def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> None:

@@ -1,8 +1,9 @@
 """Run every applicable rule over an attempt and rank the ones that fire.
 
-Score = priority + specificity (leaves matched) + evidence position (root-cause lines at or before the first fatal
-line beat shutdown debris after it) − a penalty when the rule is scoped to phases the failure was not in; the
-numbers, and the confidence that follows from the ranking, live in matching/decide.py.
+Score = the rule's precedence tier + specificity (leaves matched) + evidence position (root-cause lines at or before
+the first fatal line beat shutdown debris after it) − a penalty when the rule is scoped to phases the failure was not
+in; equal scores go to the rule whose evidence starts earlier. The numbers, and the confidence that follows from the
+ranking, live in matching/decide.py; the tiers in vocab.TIERS.
 """
 from __future__ import annotations
 
@@ -39,11 +40,16 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
         off_phase = bool(rule.phases) and a.phase not in rule.phases and a.phase != "unknown"
         lines = [ln for ln, _ in hit.evidence if ln]
         early = bool(lines) and bool(a.fatal_line) and min(lines) <= a.fatal_line + EARLY_EVIDENCE_SLACK
-        out.append(Candidate(rule, hit, score(rule.priority, hit.leaves, off_phase, early)))
-    out.sort(key=lambda c: (-c.score, c.rule.id))
+        out.append(Candidate(rule, hit, score(rule.tier, hit.leaves, off_phase, early)))
+    out.sort(key=lambda c: (-c.score, _first_line(c), c.rule.id))
     if any(c.rule.fallback for c in out) and not all(c.rule.fallback for c in out):
-        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any specific rule that fired
+        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any other rule that fired
     return out
+
+
+def _first_line(c: Candidate) -> int:
+    """Where the candidate's evidence starts: of two equal scores, the earlier line is nearer the root cause."""
+    return min((ln for ln, _ in c.hit.evidence if ln), default=1 << 30)
 
 
 __all__ = ["Candidate", "candidates", "confidence"]   # confidence: matching/decide.py

@@ -25,8 +25,9 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         out.append(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"))
         out.append(f"        {d.engine}" + (f" {d.engine_version}" if d.engine_version else "") +
                    f" · {d.window.get('lines', 0)} lines" +
-                   ("" if d.window.get("start_seen") else " · log starts after launch") +
-                   (f" · {d.window['cut']}: the verdict covers only the lines read" if d.window.get("cut") else ""))
+                   ("" if d.window.get("start_seen") else " · log starts after launch"))
+        for n in d.notes:
+            out.append(f"        note: {n}")
     else:
         where = PHASE_WORDS.get(d.phase, d.phase)
         if d.cause == "unknown":
@@ -41,9 +42,8 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         if not d.window.get("start_seen", True):
             sub.append("log starts after launch: flags unknown (use -n 1000)")
         if len(d.attempts) > 1:
-            sub.append(f"attempt {len(d.attempts)} of {len(d.attempts)} in this window")
-        if d.window.get("cut"):
-            sub.append(d.window["cut"])
+            n = d.attempt_index + 1 if d.attempt_index is not None else len(d.attempts)
+            sub.append(f"attempt {n} of {len(d.attempts)} in this window")
         out.append("        " + " · ".join(sub))
     if d.evidence:
         out.append("")
@@ -69,7 +69,9 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
             out.append("")
             out.append(_c("attempts", "1", color))
             for i, a in enumerate(d.attempts, 1):
-                out.append(f"   {i}. line {a['started_line']:>5}  {a['phase']:<14} {a['cause'] or 'came up'}")
+                what = a["cause"] or {"ready": "came up", "in_progress": "still starting", "stopped": "stopped by the operator"
+                                      }.get(a.get("outcome"), "came up")
+                out.append(f"   {i}. line {a['started_line']:>5}  {a['phase']:<14} {what}")
     if verbose:
         if d.alternatives:
             out.append("")

@@ -1,0 +1,189 @@
+"""One definition of "the decisive error" of an attempt, read by the timeline (failed? which phase?), the rule
+leaves and the classifier's features, so the three never disagree about what the error was.
+
+The decisive error is: the fatal blocks (tracebacks that end in an exception, C++ aborts) of the service's own
+processes, their exception chain (every section), the inner error (the first section of a chain and the X of
+"... failed: X"), the outermost wrapper, the failing frames, and the rank. When the window (or a paste) ends inside
+a traceback, or a chained traceback lost its last exception line, that cut traceback is decisive too: its frames place
+the failure although its exception is not visible (`cut` says so, and the verdict lowers its confidence). Request-level
+errors after the service came up (a client that disconnected, a 400 for a too-long prompt) are not decisive.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from logdoctor.blocks import Block, Frame
+from logdoctor.hints import strip_false
+from logdoctor.records import SERVICE, Record
+
+FOREIGN = "foreign"
+_WRAPPED = re.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
+_NOT_FATAL = ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError", "CancelledError", "GeneratorExit")
+# request-level failures in the HTTP layer: one client's request, not the engine (issue 10 item 6)
+_REQUEST_EXC = re.compile(r"(?:^|\.)(?:EndOfStream|ClientDisconnect|ClosedResourceError|BrokenResourceError|"
+                          r"WouldBlock|CancelledError|ConnectionResetError|BrokenPipeError|LocalProtocolError|"
+                          r"HTTPException|RequestValidationError|EngineGenerateError|TooLongPrompt\w*)$")
+_REQUEST_HEAD = re.compile(r"Exception in ASGI application|Error in ASGI|Exception in callback|Task exception was never retrieved")
+_REQUEST_MSG = re.compile(r"is longer than the model's context length|maximum context length is \d+ tokens|"
+                          r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
+                          r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long")
+ENGINE_FILE = re.compile(r"/(?:sglang|vllm|lmdeploy|tensorrt_llm|text_generation_server)/")
+_SERVER_FRAMES = re.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
+
+
+# a C/C++ CUDA check macro's message before it aborts (vLLM csrc, custom all-reduce, flashinfer): no Python exception
+_CHECK_FAILED = re.compile(r"^(?:Failed: )?Cuda (?:error|failure) \S+:\d+ '[^']+'|^CUDA error at \S+:\d+")
+
+
+@dataclass
+class Decisive:
+    fatal: list[Block] = field(default_factory=list)      # complete fatal blocks, input order
+    cut: Block | None = None                              # a traceback cut before its exception line
+    cut_reason: str | None = None                         # "inside a traceback" | "traceback without its exception line"
+    request_errors: list[Block] = field(default_factory=list)   # per-request errors after ready (not fatal)
+    errors: list[tuple[int, str]] = field(default_factory=list)    # every section "Type: msg" + ERROR lines
+    inner: list[tuple[int, str]] = field(default_factory=list)     # root causes
+    wrapper: list[tuple[int, str]] = field(default_factory=list)   # outermost exception of each fatal block
+    rank: str | None = None   # the failing rank: of the earliest decisive traceback that is not a front-end echo
+    #                           (set by timeline._decide, which also drops tracebacks the service served past)
+
+    @property
+    def blocks(self) -> list[Block]:
+        """The fatal blocks plus the cut one: what places the failure."""
+        return self.fatal + ([self.cut] if self.cut is not None and self.cut not in self.fatal else [])
+
+    def frames(self) -> list[Frame]:
+        """Failing frames, innermost first, of the first decisive block."""
+        bl = sorted(self.blocks, key=lambda b: b.first_line)
+        return [f for s in reversed(bl[0].sections) for f in reversed(s.frames)] if bl else []
+
+    def engine_frame(self) -> Frame | None:
+        """The innermost frame in the engine's own code (not torch, not the standard library)."""
+        fr = self.frames()
+        return next((f for f in fr if ENGINE_FILE.search(f.file)), fr[0] if fr else None)
+
+
+# fatal precursors: lines an engine prints just before it raises, so a window cut right after them is still a death
+#   SGLang  "max_total_tokens=N is larger than the profiled value -M" (a negative pool size)
+#   vLLM    "Available KV cache memory: -X GiB" (nothing left for the cache), "No available memory for the cache blocks";
+#           older builds "the rest of the memory reserved for KV Cache is -X GiB" and "# cuda blocks: 0"
+PRECURSORS = re.compile(r"is larger than the profiled value (?P<profiled_kv_tokens>-\d+)|"
+                        r"Available KV cache memory: (?P<negative_kv_gib>-[\d.]+) GiB|"
+                        r"reserved for KV Cache is (?P<negative_kv_gib2>-[\d.]+) ?GiB|# (?:cuda|GPU) blocks: 0\b|"
+                        r"No available memory for the cache blocks|"
+                        r"Not enough memory\. Please try to increase --mem-fraction-static")
+
+
+def precursors(records: list[Record]) -> list[tuple[int, str, dict]]:
+    """(line, text, captures) of the fatal precursor lines among the service's own records."""
+    out = []
+    for r in records:
+        if r.transport != SERVICE or r.extra.get(FOREIGN) or not ("memory" in r.msg or "profiled" in r.msg
+                                                                   or "blocks" in r.msg or "KV Cache" in r.msg):
+            continue
+        m = PRECURSORS.search(r.msg)
+        if m:
+            out.append((r.line, r.msg, {k: float(v) for k, v in m.groupdict().items() if v}))
+    return out
+
+
+def is_fatal_block(b: Block) -> bool:
+    """A traceback that ends in an exception (warnings and handled retries print none)."""
+    if b.kind == "abort":
+        return True
+    fin = b.final
+    if fin is None or not (fin.exc_type or fin.exc_msg):
+        return False
+    t = fin.exc_type or ""
+    return not t.endswith(("Warning",)) and t not in _NOT_FATAL
+
+
+def is_request_error(b: Block) -> bool:
+    """One request failed in the HTTP layer (a client disconnect, a prompt over the context length): the engine
+    keeps serving."""
+    types = [s.exc_type or "" for s in b.sections]
+    msgs = " ".join(s.exc_msg or "" for s in b.sections)
+    files = [f.file for s in b.sections for f in s.frames]
+    if _REQUEST_HEAD.search(b.header) or (files and all(_SERVER_FRAMES.search(f) or "/entrypoints/" in f
+                                                        or "/openai/" in f for f in files[-3:])):
+        if any(_REQUEST_EXC.search(t) for t in types if t) or _REQUEST_MSG.search(msgs):
+            return True
+        if _REQUEST_HEAD.search(b.header) and files and _SERVER_FRAMES.search(files[-1]):
+            return True
+    return bool(_REQUEST_MSG.search(msgs)) and all(not t or _REQUEST_EXC.search(t) or t.endswith(("ValueError", "BadRequestError"))
+                                                   for t in types)
+
+
+def _cut_block(blocks: list[Block], records: list[Record], marker_lines: list[int]) -> tuple[Block | None, str | None]:
+    """The traceback the window or a paste cut before its (last) exception line: its last section has frames but
+    no exception, and nothing of the service but a few lines (death notes, shutdown) follows it."""
+    own = [r for r in records if r.transport == SERVICE and not r.extra.get(FOREIGN) and r.msg.strip()]
+    in_blocks = {r.line for b in blocks for r in b.records}
+    for b in sorted(blocks, key=lambda b: -b.last_line):
+        fin = b.final
+        if b.kind != "traceback" or fin is None or not fin.frames or fin.exc_type or fin.exc_msg:
+            continue
+        if any(l > b.last_line for l in marker_lines):
+            continue          # the service went on to a later phase: a warning's stack, not its death
+        after = [r for r in own if r.line > b.last_line and r.line not in in_blocks]
+        if len(after) > 6:
+            continue
+        reason = "inside a traceback" if not after else "traceback without its exception line"
+        return b, reason
+    return None, None
+
+
+def compute(a, ready_line: int = 0) -> Decisive:
+    """The decisive error of attempt `a` (blocks are the service's own; see timeline._attempt)."""
+    d = Decisive()
+    markers = [e.line for e in a.events if e.kind == "marker"]
+    for b in a.blocks:
+        if not is_fatal_block(b):
+            continue
+        if ready_line and b.first_line > ready_line and is_request_error(b):
+            d.request_errors.append(b)
+            continue
+        d.fatal.append(b)
+    d.cut, d.cut_reason = _cut_block(a.blocks, a.records, markers)
+    if d.cut is not None and ready_line and d.cut.first_line > ready_line and is_request_error(d.cut):
+        d.cut, d.cut_reason = None, None
+    for b in d.blocks:
+        for s in b.sections:
+            if s.exc_type or s.exc_msg:
+                d.errors.append((s.exc_line or b.first_line, _text(s)))
+        done = [s for s in b.sections if s.exc_type or s.exc_msg]
+        if done:
+            root, fin = done[0], done[-1]
+            d.inner.append((root.exc_line or b.first_line, _text(root)))
+            d.wrapper.append((fin.exc_line or b.first_line, _text(fin)))
+            for s in done:
+                w = _WRAPPED.match(s.exc_msg or "")
+                if w:
+                    d.inner.append((s.exc_line or b.first_line, w.group("inner")))
+    req = {r.line for b in d.request_errors for r in b.records}
+    in_blocks = {r.line for b in a.blocks for r in b.records}
+    for r in a.records:
+        if r.transport != SERVICE or r.extra.get(FOREIGN) or r.line in in_blocks or r.line in req:
+            continue
+        if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg) \
+                or _CHECK_FAILED.match(r.msg):
+            d.errors.append((r.line, strip_false(r.msg)))
+    return d
+
+
+def _text(s) -> str:
+    """"Type: message" of a section, without engine hints whose stated condition the message refutes."""
+    return strip_false(f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg)
+
+
+def of(a) -> Decisive:
+    """The attempt's decisive error, computed once (timeline._decide stores it)."""
+    d = getattr(a, "decisive", None)
+    if d is None:
+        d = compute(a)
+        try:
+            a.decisive = d
+        except AttributeError:
+            pass
+    return d

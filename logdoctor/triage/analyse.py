@@ -1,0 +1,171 @@
+"""One segment (or one journal's entries) → rows, one per attempt, through the same pipeline as `explain`.
+
+The rows come from `logdoctor.api.diagnose_timeline` per attempt (each attempt diagnosed as the most recent one of
+the window up to it, so the fix planner still sees what earlier attempts tried); nothing here re-decides a cause.
+A journal (or a text journal of several services) is split by unit first, then by attempt.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from logdoctor.records import KERNEL, SERVICE, SYSTEMD, ReadResult, Record, Stats
+from logdoctor.triage.signatures import engine_frames, mask, signature
+
+COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "attempt", "start_time", "year_source",
+           "phase", "outcome", "status", "cause", "confidence", "rule", "rank", "first_fix", "signature",
+           "error_template", "frames", "evidence_line", "evidence", "config_id", "hardware_evidence", "lines", "reason")
+_YEARLESS = ("journal-short", "journal-short-precise", "journal-with-unit")
+_HW = re.compile(r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)")
+_ENGINE_UNIT = re.compile(r"sglang|vllm|tgi|text-generation|trtllm|tensorrt|lmdeploy|llm|inference|serve", re.I)
+
+
+@lru_cache(maxsize=1)
+def _pipeline():
+    """Rules and the classifier, loaded once per process (worker)."""
+    from logdoctor.classify.runtime import load_default
+    from logdoctor.matching.loader import load_rules
+    return load_rules(()), load_default()
+
+
+def analyse_lines(lines: list[tuple[int, str]], meta: dict) -> list[dict]:
+    """(input line number, text) pairs of one segment → rows. `meta`: source, member, year, year_source, mtime."""
+    from logdoctor.read import read_lines
+    if not lines:
+        return []
+    numbers = [n for n, _ in lines]
+    res = read_lines([t for _, t in lines], meta["source"], year=meta.get("year"))
+    for r in res.records:       # back to the input's own line numbers (the segment may be a reduced selection)
+        r.line = numbers[r.line - 1]
+        if r.end_line:
+            r.end_line = numbers[min(r.end_line, len(numbers)) - 1]
+    _fix_years(res.records, meta)
+    return analyse_records(res.records, res.stats.read, meta)
+
+
+def analyse_entries(entries, meta: dict) -> list[dict]:
+    from logdoctor.read import read_entries
+    res = read_entries(entries, meta["source"])
+    return analyse_records(res.records, res.stats.read, meta)
+
+
+def analyse_records(records: list[Record], nread: int, meta: dict) -> list[dict]:
+    from logdoctor.api import diagnose_timeline
+    from logdoctor.timeline import Timeline, build
+    rules, classifier = _pipeline()
+    rows = []
+    for unit, recs in split_units(records):
+        tl = build(recs)
+        if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs):
+            continue
+        res = ReadResult(records=recs, stats=Stats(read=nread), origin=meta["source"])
+        for i, a in enumerate(tl.attempts):
+            if not a.records or (tl.engine == "unknown" and not a.failed):
+                continue    # a README, a label file, another service's quiet log: not an attempt of an engine
+            sub = Timeline(engine=tl.engine, engine_version=tl.engine_version, attempts=tl.attempts[:i + 1],
+                           records=recs, start_seen=tl.start_seen)
+            d = diagnose_timeline(sub, res, rules, classifier=classifier)
+            rows.append(_row(d, a, i, unit, meta))
+    return rows
+
+
+def split_units(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
+    """A journal of several services → one record list per engine-like unit (kernel and journal lines go with
+    every unit; systemd's lines with the unit they name). One or no unit: the records as they are."""
+    units = Counter(r.unit for r in records if r.transport == SERVICE and r.unit)
+    if len(units) < 2:
+        return [(next(iter(units), None), records)]
+    engine_units = [u for u in units if _ENGINE_UNIT.search(u) or
+                    any(r.unit == u and r.prefix_engine for r in records)]
+    out: list[tuple[str | None, list[Record]]] = []
+    for u in sorted(engine_units or units):
+        base = u.removesuffix(".service")
+        keep = [r for r in records if (r.unit == u if r.transport == SERVICE else
+                                       (r.unit == u or base in r.msg) if r.transport == SYSTEMD else True)]
+        out.append((u, keep))
+    return out
+
+
+def _fix_years(records: list[Record], meta: dict) -> None:
+    """Short journal lines carry no year: `year` was assumed; a line dated after the file was written belongs to
+    the year before (a log of December read from a file of January)."""
+    mtime = meta.get("mtime")
+    if meta.get("year_source") != "file metadata" or not mtime:
+        return
+    limit = datetime.fromtimestamp(mtime) + timedelta(days=2)
+    for r in records:
+        if r.ts is not None and r.fmt in _YEARLESS and r.ts.tzinfo is None and r.ts > limit:
+            try:
+                r.ts = r.ts.replace(year=r.ts.year - 1)
+            except ValueError:
+                pass
+
+
+def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
+    # (a dmesg paste read as monotonic short output has "NVRM:" where the host would be)
+    host = Counter(r.host for r in a.records if r.host and not r.host.endswith(":")).most_common(1)
+    unit = unit or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None) or \
+        next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
+    ts = next((r.ts for r in a.records if r.ts is not None), None)
+    yearless = any(r.fmt in _YEARLESS for r in a.records[:50])
+    if a.failed:
+        outcome = "failed"
+    elif a.ready:
+        outcome = "ready"
+    elif a.systemd.get("stopped_by") or any(e.name == "stopping" for e in a.events if e.kind == "systemd"):
+        outcome = "stopped"
+    else:
+        outcome = "in_progress"
+    template, frames = "", []
+    if a.failed:
+        fatal = sorted((b for b in a.blocks if _fatal(b)), key=lambda b: b.first_line)
+        blk = fatal[0] if fatal else None
+        inner = ""
+        if blk is not None and blk.root is not None:
+            s = blk.root
+            inner = (f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg).split("\n")[0]
+        if not inner and d.evidence:
+            inner = d.evidence[0].text
+        if not inner:
+            death = next((e for e in a.events if e.kind == "death"), None)
+            inner = death.text if death else ""
+        template, frames = mask(inner), engine_frames(blk)
+    fix = ""
+    if d.fixes:
+        f = d.fixes[0]
+        fix = f.text or (f"{f.flag} {f.to}" if f.to not in (True, None) else f.flag)
+    elif d.actions:
+        fix = d.actions[0]
+    ev = d.evidence[0] if d.evidence else None
+    hw = [r.msg.strip()[:200] for r in a.records if r.transport == KERNEL and _HW.search(r.msg)] + \
+        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text]
+    cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
+    model = a.config.raw.get("model_path") or a.config.raw.get("model")
+    config_id = None
+    if a.config.known:
+        key = json.dumps([d.engine, str(model), cfg], sort_keys=True, default=str)
+        config_id = "cfg-" + hashlib.sha1(key.encode()).hexdigest()[:8]
+    return {
+        "source": meta["source"], "member": meta.get("member"), "host": host[0][0] if host else meta.get("host"),
+        "unit": unit, "engine": d.engine, "engine_version": d.engine_version, "attempt": index + 1,
+        "start_time": ts.replace(tzinfo=None) if ts is not None and ts.tzinfo is None else
+        (ts.astimezone().replace(tzinfo=None) if ts is not None else None),
+        "year_source": (meta.get("year_source") if yearless else "log") if ts is not None else None,
+        "phase": d.phase, "outcome": outcome, "status": "diagnosed" if a.failed else "healthy",
+        "cause": d.cause if a.failed else None, "confidence": round(float(d.confidence), 3),
+        "rule": d.rule, "rank": d.rank, "first_fix": fix,
+        "signature": signature(d.cause, d.rule, template, frames) if a.failed else None,
+        "error_template": template or None, "frames": " > ".join(frames) or None,
+        "evidence_line": ev.line if ev else None, "evidence": ev.text if ev else None,
+        "config_id": config_id, "hardware_evidence": "\n".join(dict.fromkeys(hw))[:1000] or None,
+        "lines": a.end_line - a.start_line + 1 if a.records else 0, "reason": None, "_start": a.start_line,
+    }
+
+
+def _fatal(b) -> bool:
+    from logdoctor.timeline import is_fatal_block
+    return is_fatal_block(b)

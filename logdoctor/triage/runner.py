@@ -1,0 +1,291 @@
+"""Run triage over input specs: one task per spec, locally (a process pool over --jobs cores) or on a Dask cluster.
+
+`process_spec` is the whole task: it opens the spec, streams each log through the prefilter scanner, diagnoses
+what needs it, and returns plain rows (dicts) plus one accounting entry per log it met. It never raises for a bad
+input: the reason goes into the accounting. Results are put back in spec order, so the DataFrame is the same
+whatever ran the tasks.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from logdoctor.triage.analyse import analyse_entries, analyse_lines
+from logdoctor.triage.inputs import InputSpec, LogStream, Unreadable, open_logs
+from logdoctor.triage.scan import ScanStats, scan
+
+_PF = None
+CONTEXT_ATTEMPTS = 3
+NO_SERVICE = "no lines of an inference service in it"
+
+
+def _prefilter():
+    global _PF
+    if _PF is None:
+        from logdoctor.triage.prefilter import Prefilter
+        _PF = Prefilter()
+    return _PF
+
+
+@dataclass
+class TaskResult:
+    index: int
+    rows: list[dict] = field(default_factory=list)
+    inputs: list[dict] = field(default_factory=list)   # source, member, status, reason, attempts, bytes, lines
+    bytes: int = 0
+    lines: int = 0
+    seconds: float = 0.0
+
+
+def process_spec(spec: InputSpec, index: int = 0, year: int | None = None) -> TaskResult:
+    t0 = time.perf_counter()
+    out = TaskResult(index=index)
+    try:
+        if spec.kind == "journal-dir":
+            _journal(spec, out, year)
+        else:
+            for log in open_logs(spec.path):
+                _one_log(spec, log, out, year)
+    except Unreadable as exc:
+        out.inputs.append(_acct(spec.path, None, "unreadable", str(exc), 0, out))
+    except Exception as exc:  # noqa: BLE001 - one bad input never stops the batch; its reason is reported
+        out.inputs.append(_acct(spec.path, None, "unreadable", f"internal error: {type(exc).__name__}: "
+                                f"{str(exc)[:160]}", 0, out))
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _acct(source, member, status, reason, attempts, out: TaskResult, nbytes=0, lines=0) -> dict:
+    return {"source": source, "member": member, "status": status, "reason": reason, "attempts": attempts,
+            "bytes": nbytes, "lines": lines}
+
+
+def _year(log: LogStream, year: int | None) -> tuple[int, str]:
+    if year:
+        return year, "--year"
+    if log.mtime:
+        return datetime.fromtimestamp(log.mtime).year, "file metadata"
+    return datetime.now().year, "current year"
+
+
+def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None) -> None:
+    y, ysrc = _year(log, year)
+    meta = {"source": spec.path, "member": log.member, "year": y, "year_source": ysrc, "mtime": log.mtime}
+    if log.journal:
+        _journal_stream(spec, log, out, meta)
+        return
+    stats = ScanStats()
+    rows: list[dict] = []
+    try:
+        head = log.stream.read(65536)
+    except Exception as exc:  # noqa: BLE001 - corrupt compressed data surfaces on read
+        out.inputs.append(_acct(spec.path, log.member, "unreadable", _bad_data(log, exc), 0, out))
+        _drain_safely(log)
+        return
+    if not head.strip():
+        out.inputs.append(_acct(spec.path, log.member, "empty", "no log lines", 0, out, len(head)))
+        return
+    from logdoctor.formats.journal_export import looks_like_export
+    if looks_like_export(head):
+        _export(spec, log, head, out, meta)
+        return
+    why = _binary(head)
+    if why:
+        out.inputs.append(_acct(spec.path, log.member, "unreadable", why, 0, out, len(head)))
+        _drain_safely(log)
+        return
+    reason = None
+    # the reduced lines of the last few attempts: rules that compare attempts (a retry after a pool fix, a failure
+    # across configs) see them when a failing attempt is diagnosed
+    context: deque = deque(maxlen=CONTEXT_ATTEMPTS)
+    try:
+        for seg in scan(log.stream, _prefilter(), first=head, stats=stats):
+            lines = _text(seg.lines(full=seg.signal))
+            if seg.signal and context:
+                prior = [x for c in context for x in c]
+                got = [r for r in analyse_lines(prior + lines, meta) if r["_start"] >= seg.first_line]
+            else:
+                got = analyse_lines(lines, meta)
+            rows.extend(got)
+            context.append(lines if not seg.signal else _text(seg.lines(full=False)))
+    except Exception as exc:  # noqa: BLE001 - a stream that breaks mid-way: keep what was read, say why
+        reason = _bad_data(log, exc) + (f"; {len(rows)} attempts read before it" if rows else "")
+    for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
+        r["attempt"] = i
+        r.pop("_start", None)
+    out.bytes += stats.bytes
+    out.lines += stats.lines
+    out.rows.extend(rows)
+    if reason:
+        out.inputs.append(_acct(spec.path, log.member, "unreadable", reason, len(rows), out, stats.bytes, stats.lines))
+    elif not rows:
+        out.inputs.append(_acct(spec.path, log.member, "empty", NO_SERVICE,
+                                0, out, stats.bytes, stats.lines))
+    else:
+        status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy"
+        out.inputs.append(_acct(spec.path, log.member, status, None, len(rows), out, stats.bytes, stats.lines))
+
+
+def _clean(rows: list[dict]) -> list[dict]:
+    for r in rows:
+        r.pop("_start", None)
+    return rows
+
+
+def _text(lines: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
+    return [(n, b.decode("utf-8", "replace").rstrip("\r")) for n, b in lines]
+
+
+def _bad_data(log: LogStream, exc: BaseException) -> str:
+    kind = f"{log.compression} data" if log.compression else "data"
+    text = (str(exc) or type(exc).__name__).splitlines()[0][:160]
+    return f"corrupt or truncated {kind} ({text})"
+
+
+def _drain_safely(log: LogStream) -> None:
+    """A tar member must be read to its end before the next one; junk need not be decoded, only skipped."""
+    if log.member is None:
+        return
+    try:
+        while log.stream.read(1 << 20):
+            pass
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _binary(head: bytes) -> str | None:
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        line = head.count(b"\n", 0, nul) + 1
+        return f"binary data (NUL byte at line {line}), not a text log"
+    ctrl = sum(head.count(bytes([b])) for b in range(32) if b not in (9, 10, 13, 27))
+    if ctrl * 20 > len(head):
+        return f"binary data ({ctrl} control bytes in the first {len(head)}), not a text log"
+    return None
+
+
+def _export(spec, log, head, out, meta) -> None:
+    """journalctl -o export text: entries span lines, so it is read whole (bounded by the source's limit)."""
+    from logdoctor.read import read_bytes
+    from logdoctor.triage.analyse import analyse_records
+    data = head + log.stream.read()
+    res = read_bytes(data, spec.path)
+    rows = _clean(analyse_records(res.records, res.stats.read, meta))
+    out.rows.extend(rows)
+    out.bytes += len(data)
+    out.lines += res.stats.read
+    status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy" if rows else "empty"
+    out.inputs.append(_acct(spec.path, log.member, status, None if rows else NO_SERVICE,
+                            len(rows), out, len(data), res.stats.read))
+
+
+def _journal(spec: InputSpec, out: TaskResult, year) -> None:
+    from logdoctor.errors import LogdoctorError
+    from logdoctor.sources.journal import iter_journal_entries
+    meta = {"source": spec.path, "member": None, "year": None, "year_source": "log", "mtime": None}
+    try:
+        entries = list(iter_journal_entries(files=list(spec.files)))
+    except LogdoctorError as exc:
+        out.inputs.append(_acct(spec.path, None, "unreadable", str(exc).removeprefix(spec.path + ": "), 0, out,
+                                spec.size))
+        return
+    _journal_entries(spec.path, None, entries, out, meta, spec.size)
+
+
+def _journal_stream(spec, log: LogStream, out: TaskResult, meta) -> None:
+    """A .journal inside a tar (or compressed): the journal reader needs a file, so it goes to a temporary one."""
+    import shutil
+    import tempfile
+
+    from logdoctor.errors import LogdoctorError
+    from logdoctor.sources.journal import iter_journal_entries
+    with tempfile.TemporaryDirectory(prefix="logdoctor-triage-") as tmp:
+        path = os.path.join(tmp, "member.journal")
+        with open(path, "wb") as fh:
+            shutil.copyfileobj(log.stream, fh, 1 << 20)
+        size = os.path.getsize(path)
+        try:
+            entries = list(iter_journal_entries(files=[path]))
+        except LogdoctorError as exc:
+            out.inputs.append(_acct(spec.path, log.member, "unreadable", str(exc).replace(path, "journal file"), 0,
+                                    out, size))
+            return
+    _journal_entries(spec.path, log.member, entries, out, dict(meta, year_source="log"), size)
+
+
+def _journal_entries(source, member, entries, out: TaskResult, meta, size) -> None:
+    if not entries:
+        out.inputs.append(_acct(source, member, "empty", "no journal entries", 0, out, size))
+        return
+    rows = _clean(analyse_entries(entries, meta))
+    out.rows.extend(rows)
+    out.bytes += size
+    out.lines += len(entries)
+    status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy" if rows else "empty"
+    out.inputs.append(_acct(source, member, status, None if rows else NO_SERVICE,
+                            len(rows), out, size, len(entries)))
+
+
+# --- executors -------------------------------------------------------------------------------------------------
+
+def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None) -> list[TaskResult]:
+    results: list[TaskResult] = []
+    if jobs <= 1 or len(specs) <= 1:
+        for i, s in enumerate(specs):
+            r = process_spec(s, i, year)
+            results.append(r)
+            if progress:
+                progress(s, r)
+        return results
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    fork = sys.platform.startswith("linux")     # fork: no __main__ guard needed in callers
+    ctx = mp.get_context("fork" if fork else "spawn")
+    if fork:
+        _warm()     # rules, classifier and prefilter load once, here; the workers share them copy-on-write
+    # biggest first: the long tasks start early, the small ones fill the gaps
+    order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=None if fork else _warm) as ex:
+        futs = {ex.submit(process_spec, specs[i], i, year): i for i in order}
+        for f in as_completed(futs):
+            r = f.result()
+            results.append(r)
+            if progress:
+                progress(specs[futs[f]], r)
+    return sorted(results, key=lambda r: r.index)
+
+
+def _warm() -> None:
+    from logdoctor.triage.analyse import _pipeline
+    _pipeline()
+    _prefilter()
+
+
+def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None) -> list[TaskResult]:
+    """Each spec is one Dask task; the workers must see the same paths (a shared or network file system)."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        from logdoctor.errors import UsageError
+        raise UsageError("--scheduler needs Dask: pip install 'logdoctor[dask]'") from None
+    own = not hasattr(scheduler, "submit")
+    client = Client(scheduler, set_as_default=False) if own else scheduler
+    try:
+        order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
+        futs = {client.submit(process_spec, specs[i], i, year, pure=False, key=f"logdoctor-triage-{i}-{os.getpid()}-"
+                              f"{time.time_ns()}"): i for i in order}
+        done: list[TaskResult] = []
+        with client.as_current():
+            for f in as_completed(list(futs)):
+                r = f.result()
+                done.append(r)
+                if progress:
+                    progress(specs[futs[f]], r)
+        return sorted(done, key=lambda r: r.index)
+    finally:
+        if own:
+            client.close()

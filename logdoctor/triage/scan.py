@@ -1,0 +1,252 @@
+"""Stream a decompressed log through the prefilter and cut it into attempt segments, with bounded memory.
+
+Per buffer (4 MiB) the one compiled prefilter (prefilter.py) finds the few lines that can matter; only those are
+looked at in Python. A segment (one attempt, roughly: the cut mirrors timeline._split_attempts at the level of
+config dumps and boots; the full parse refines it) keeps
+  - its raw bytes while it is small (≤ SMALL_SEGMENT), else its head, its prefilter hits and a raw tail;
+  - whether a failure signal appeared in it.
+A segment with a signal is parsed in full (`Segment.lines(full=True)`); a healthy one only through its head, its
+hits and its tail, which is enough for the engine, version, phase reached and the ready line. Memory per open
+segment is bounded by SMALL_SEGMENT + HEAD + TAIL + MAX_HITS lines, whatever the input's size.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from logdoctor.triage.prefilter import Prefilter
+
+CHUNK = 4 << 20
+SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
+HEAD = 32 << 10                 # of a larger segment: its start (launch, config dump) ...
+TAIL = 128 << 10                # ... and its end (the crash with its traceback, the last serving lines)
+HEALTHY_CONTEXT = 8 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
+MAX_HITS = 20000                # prefilter hits kept per segment (first half + last half when more)
+MAX_LINE = 1 << 20              # a longer "line" is not a log line: it is cut
+
+
+@dataclass
+class Segment:
+    first_line: int                         # 1-based input line number of its first line
+    raw: list[tuple[int, bytes]] = field(default_factory=list)   # (first line number, bytes ending in \n)
+    raw_bytes: int = 0
+    overflow: bool = False
+    head: list[tuple[int, bytes]] = field(default_factory=list)
+    tail: deque = field(default_factory=deque)                   # (first line number, bytes)
+    tail_bytes: int = 0
+    hits: list[tuple[int, bytes]] = field(default_factory=list)
+    hits_tail: deque = field(default_factory=lambda: deque(maxlen=MAX_HITS // 2))
+    signal: bool = False
+    seen_config: bool = False
+    seen_progress: bool = False
+    nbytes: int = 0
+    nlines: int = 0
+
+    def add_raw(self, lineno: int, data: bytes) -> None:
+        self.nbytes += len(data)
+        if not self.overflow:
+            self.raw.append((lineno, data))
+            self.raw_bytes += len(data)
+            if self.raw_bytes > SMALL_SEGMENT:
+                self._spill()
+            return
+        self.tail.append((lineno, data))
+        self.tail_bytes += len(data)
+        self._trim_tail()
+
+    def _trim_tail(self) -> None:
+        """Keep about TAIL bytes: drop whole old pieces, then cut the oldest one at a line boundary."""
+        while self.tail_bytes - len(self.tail[0][1]) > TAIL and len(self.tail) > 1:
+            self.tail_bytes -= len(self.tail.popleft()[1])
+        if self.tail_bytes > TAIL + (64 << 10):
+            ln, data = self.tail[0]
+            excess = self.tail_bytes - TAIL
+            cut = data.find(b"\n", max(0, min(excess, len(data)) - 1)) + 1
+            if 0 < cut < len(data):
+                self.tail[0] = (ln + data.count(b"\n", 0, cut), data[cut:])
+                self.tail_bytes -= cut
+
+    def _spill(self) -> None:
+        """Too big to keep raw: keep the head and a tail from now on (hits are recorded anyway)."""
+        self.overflow = True
+        head_left = HEAD
+        for ln, data in self.raw:
+            if head_left <= 0:
+                break
+            piece = _cut_lines(data, head_left)
+            self.head.append((ln, piece))
+            head_left -= len(piece)
+        for ln, data in self.raw:
+            self.tail.append((ln, data))
+            self.tail_bytes += len(data)
+        self.raw, self.raw_bytes = [], 0
+        self._trim_tail()
+
+    def add_hit(self, lineno: int, line: bytes) -> None:
+        if len(self.hits) < MAX_HITS // 2:
+            self.hits.append((lineno, line))
+        else:
+            self.hits_tail.append((lineno, line))
+
+    def lines(self, full: bool) -> list[tuple[int, bytes]]:
+        """(input line number, line) in input order: every line of a small segment when `full`, else head + hits
+        + tail (deduplicated by line number)."""
+        if full and not self.overflow:
+            return [x for ln, data in self.raw for x in _split(ln, data)]
+        if not self.overflow:
+            pieces = _edges(self.raw, HEALTHY_CONTEXT)
+        else:
+            head = self.head if full else _edges(self.head, HEALTHY_CONTEXT)[0]
+            tail = list(self.tail)
+            if not full:
+                tail = _edges(tail, HEALTHY_CONTEXT)[1]
+            pieces = (head, tail)
+        out: dict[int, bytes] = {}
+        for part in pieces:
+            for ln, data in part:
+                for n, line in _split(ln, data):
+                    out[n] = line
+        for n, line in list(self.hits) + list(self.hits_tail):
+            out[n] = line
+        return sorted(out.items())
+
+
+def _cut_lines(data: bytes, limit: int) -> bytes:
+    if len(data) <= limit:
+        return data
+    cut = data.rfind(b"\n", 0, limit) + 1
+    return data[:cut] if cut else b""
+
+
+def _edges(parts: list[tuple[int, bytes]], size: int) -> tuple[list, list]:
+    """The first and the last `size` bytes of a list of raw pieces, on line boundaries."""
+    head, left = [], size
+    for ln, data in parts:
+        if left <= 0:
+            break
+        piece = _cut_lines(data, left)
+        if piece:
+            head.append((ln, piece))
+        left -= len(data)
+    tail, left = [], size
+    for ln, data in reversed(parts):
+        if left <= 0:
+            break
+        if len(data) <= left:
+            tail.append((ln, data))
+        else:
+            start = data.find(b"\n", len(data) - left) + 1
+            if 0 < start < len(data):
+                tail.append((ln + data.count(b"\n", 0, start), data[start:]))
+        left -= len(data)
+    return head, tail[::-1]
+
+
+def _split(first: int, data: bytes) -> Iterator[tuple[int, bytes]]:
+    for i, line in enumerate(data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n")):
+        yield first + i, line
+
+
+@dataclass
+class ScanStats:
+    bytes: int = 0
+    lines: int = 0
+    hits: int = 0
+    long_lines: int = 0
+
+
+def _chunks(stream, carry: bytes, stats: ScanStats) -> Iterator[bytes]:
+    """Buffers of whole lines (the last one completed at EOF); a line longer than MAX_LINE is cut and counted."""
+    while True:
+        data = stream.read(CHUNK)
+        if not data:
+            break
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            if len(buf) > MAX_LINE:
+                stats.long_lines += 1
+                carry = b""
+                yield buf[:MAX_LINE] + b"\n"
+            else:
+                carry = buf
+            continue
+        carry = buf[cut:]
+        yield buf[:cut]
+    if carry:
+        yield carry + b"\n"
+
+
+def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None = None) -> Iterator[Segment]:
+    """Yield the attempt segments of a binary stream (already decompressed), in order. `first` is data already
+    read from the stream (the sniffed head)."""
+    stats = stats if stats is not None else ScanStats()
+    rx = pf.regex
+    seg = Segment(first_line=1)
+    lineno = 1                     # line number of the first line of the current buffer
+    carry = first
+    for buf in _chunks(stream, carry, stats):
+        stats.bytes += len(buf)
+        pos = 0                    # search position
+        done = 0                   # bytes of buf already given to a segment
+        counted, counted_ln = 0, lineno
+        pending_start = None       # (offset, lineno) of a systemd Start line since the last config dump
+        n = len(buf)
+        while pos < n:
+            m = rx.search(buf, pos)
+            if m is None:
+                break
+            ls = buf.rfind(b"\n", 0, m.start()) + 1
+            le = buf.find(b"\n", m.end())
+            counted_ln += buf.count(b"\n", counted, ls)
+            counted = ls
+            line = buf[ls:le]
+            kind = m.lastgroup
+            if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
+                kind = kind.decode()
+            stats.hits += 1
+            if kind == "r" and pf.boundary.search(line) is not None:
+                kind = "b"      # a marker or rule matched earlier on the line than the config dump did
+            if kind == "b":
+                is_boot = line.startswith(b"-- Boot")
+                if (is_boot and seg.nbytes + (ls - done) > 0 and seg.seen_config) or \
+                        (not is_boot and seg.seen_config and seg.seen_progress):
+                    cut, cut_ln = (pending_start if pending_start and not is_boot else (ls, counted_ln))
+                    if cut > done:
+                        seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:cut])
+                    done = cut
+                    seg.nlines = cut_ln - seg.first_line
+                    moved = [h for h in seg.hits if h[0] >= cut_ln] + [h for h in seg.hits_tail if h[0] >= cut_ln]
+                    if moved:   # the hits between the start line and the config dump belong to the new attempt
+                        seg.hits = [h for h in seg.hits if h[0] < cut_ln]
+                        seg.hits_tail = deque((h for h in seg.hits_tail if h[0] < cut_ln), maxlen=MAX_HITS // 2)
+                    yield seg
+                    seg = Segment(first_line=cut_ln)
+                    for h in moved:
+                        seg.add_hit(*h)
+                if not is_boot:
+                    seg.seen_config = True
+                    pending_start = None
+            elif kind == "s":
+                seg.signal = True
+                if seg.seen_config:
+                    seg.seen_progress = True
+            elif kind == "r":
+                if seg.seen_config:
+                    seg.seen_progress = True
+                if b"systemd[1]: Start" in line:
+                    pending_start = (ls, counted_ln)
+            seg.add_hit(counted_ln, line)
+            # a failure word on a line that matched as a marker or rule first still counts
+            if kind != "s" and not seg.signal and pf.signal.search(line) is not None:
+                seg.signal = True
+            pos = le + 1
+        if done < n:
+            seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:])
+        nl = buf.count(b"\n")
+        lineno += nl
+        stats.lines += nl
+    seg.nlines = lineno - seg.first_line
+    if seg.nbytes or seg.first_line == 1:
+        yield seg
