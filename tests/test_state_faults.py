@@ -166,7 +166,7 @@ def test_full_disk_keeps_the_verdict_and_the_database(tmp_path, free_kib):
 def _cached_rules(cache_dir: Path, rules_dir: Path):
     """Load `rules_dir` through the cache (as explain does), in a subprocess with its own cache folder."""
     code = ("import sys\nfrom logdoctor.matching.loader import load_rules\n"
-            "print('\\n'.join(f'{r.id}|{r.title}|{r.priority}' for r in sorted(load_rules((sys.argv[1],)),"
+            "print('\\n'.join(f'{r.id}|{r.title}|{r.tier}' for r in sorted(load_rules((sys.argv[1],)),"
             " key=lambda r: r.id)))\n")
     p = subprocess.run([sys.executable, "-c", code, str(rules_dir)], capture_output=True, text=True, cwd=ROOT,
                        env=_env(LOGDOCTOR_CACHE_DIR=str(cache_dir)), timeout=120)
