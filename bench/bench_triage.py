@@ -58,7 +58,10 @@ def _noise_block(rnd: random.Random, host: str, n: int) -> bytes:
 
 def _rehost(text: str, host: str) -> str:
     import re
-    return re.sub(r"^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?)|(?:\d{4}-\d\d-\d\dT\S+)) \S+ ",
+    # only a journal line's host field: a timestamp, a host, then "ident[pid]: " (a docker timestamp followed by the
+    # engine's own "[2026-05-28 05:21:19] ..." has no host to rewrite)
+    return re.sub(r"^((?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?)|(?:\d{4}-\d\d-\d\dT\S+)) (?!\[)\S+ "
+                  r"(?=[\w.@/\-]+(?:\[\d+\])?: )",
                   lambda m: f"{m.group(1)} {host} ", text, flags=re.M)
 
 
@@ -161,6 +164,25 @@ def drain3_rate(plain: list[str], mb: int) -> tuple[float, int, int]:
     return time.perf_counter() - t, nbytes, nlines
 
 
+def _burn(seconds: float) -> float:
+    t = time.process_time()
+    while time.process_time() - t < seconds:
+        pass
+    return time.process_time() - t
+
+
+def cores_available(seconds: float = 1.5) -> float:
+    """A control for a shared machine: two processes that each burn `seconds` of CPU at once; CPU seconds done per
+    wall second is the number of cores this run actually gets (2.0 on a free 2-core machine). A jobs-2/jobs-1 ratio
+    can only be read against it."""
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(2) as ex:
+        list(ex.map(_burn, [0.01, 0.01]))        # workers started before the clock
+        t = time.perf_counter()
+        cpu = sum(ex.map(_burn, [seconds, seconds]))
+        return cpu / (time.perf_counter() - t)
+
+
 def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
     sys.path.insert(0, str(ROOT))
     from logdoctor.triage.prefilter import best_engine, grep_pattern
@@ -187,6 +209,7 @@ def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
     res["rows"]["Drain3 (sample)"] = {"s": ds * total / db, "rss_kib": None, "sample_bytes": db, "sample_lines": dl,
                                       "sample_s": ds, "cpu": dcpu * total / db}
     py = sys.executable
+    res["cores_available_before"] = cores_available()
     for jobs in (1, 2):
         s, rss, out, cpu = _measured([py, "-m", "logdoctor", "triage", str(root), "--jobs", str(jobs), "--format",
                                       "csv", "--out", os.devnull])
@@ -204,6 +227,9 @@ def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
         inner = float(out.split("SECONDS")[-1].strip()) if "SECONDS" in out else s
         res["rows"]["triage on Dask LocalCluster (2 workers)"] = {"s": inner, "rss_kib": rss, "with_startup_s": s,
                                                                   "cpu": cpu}
+    res["cores_available_after"] = cores_available()
+    print(f"cores this run got (control: two busy processes, before/after the triage runs): "
+          f"{res['cores_available_before']:.2f} / {res['cores_available_after']:.2f} of {os.cpu_count()}")
     # the machine may be shared: CPU seconds (user+sys of the whole process tree) say what the work cost,
     # wall seconds what it took; both are printed
     print(f"{'':44s} {'wall s':>8s} {'MB/s':>8s} {'lines/s':>11s} {'CPU s':>8s} {'MB/CPU-s':>9s} {'peak RSS':>9s}")

@@ -68,6 +68,12 @@ def read_all(fh, origin: str) -> bytes:
     return b"".join(parts)
 
 
+def set_current(p: Progress) -> None:
+    """A reader that drew its own progress (stream.py) leaves it for `clear()` to remove."""
+    global _current
+    _current = p if p.on else None
+
+
 def clear() -> None:
     global _current
     if _current is not None:

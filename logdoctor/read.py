@@ -81,15 +81,18 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None,
     return res
 
 
-def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None = None) -> ReadResult:
-    """Text lines (any mixture of formats) → records."""
-    lines = list(lines)
+def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None = None,
+               head: list[str] | None = None, sink=None) -> ReadResult:
+    """Text lines (any mixture of formats) → records. A streaming caller (stream.py) passes an iterator, its first
+    lines as `head` (at least the 600 that format detection reads) and a `sink` that stores the records."""
+    if head is None:
+        lines = head = list(lines)
     year = year or datetime.now().year
     stats = Stats()
-    records: list[Record] = []
+    records: list[Record] = sink if sink is not None else []
     unparsed: list[Unparsed] = []
-    compose_names = _compose_names(lines)
-    wrap_kinds, stats.unknown_prefix = wrappers.detect(lines)
+    compose_names = _compose_names(head)
+    wrap_kinds, stats.unknown_prefix = wrappers.detect(head)
     if compose_names:
         stats.unknown_prefix = None
     unknown_rx = wrappers.unknown_rx(stats.unknown_prefix)
@@ -154,6 +157,8 @@ def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None
             stats.prefixes[rec.extra["wrapper"]] = stats.prefixes.get(rec.extra["wrapper"], 0) + 1
         prev_outer = outer if outer.fmt in _SHORT_FORMATS else None
         prev_rec = rec
+    if sink is not None:
+        records = sink.records()
     return ReadResult(records=records, stats=stats, unparsed=unparsed, origin=origin)
 
 
@@ -293,21 +298,33 @@ def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=Non
         if not entries:
             raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
         return read_entries(entries, origin)
+    if source not in (None, "-"):
+        from logdoctor import stream
+        if stream.wants_stream(str(source)):   # a big text file: chunked, bounded memory (stream.py)
+            res = stream.read_file(str(source))
+            _warn_ignored(res, str(source), since, boot)
+            if lines:
+                res.records = [r for r in res.records if r.line > res.stats.read - lines]
+            return res
     from logdoctor.sources.files import read_source
     raw = read_source(source)
     if raw.is_journal_file:
         from logdoctor.sources.journal import iter_journal_entries
         return read_entries(iter_journal_entries(files=[raw.origin], since=since, boot=boot, lines=lines), raw.origin)
     res = _read_raw(raw, strict=True)
+    _warn_ignored(res, raw.origin, since, boot)
+    if lines:
+        res.records = [r for r in res.records if r.line > res.stats.read - lines]
+    return res
+
+
+def _warn_ignored(res: ReadResult, origin: str, since, boot) -> None:
     ignored = [o for o, v in (("--since", since), ("--boot", boot)) if v is not None]
     if ignored:   # options that would do nothing say so (docs/cli.md)
         res.warnings.append(
             f"{' and '.join(ignored)} {'only filter' if len(ignored) > 1 else 'only filters'} a journal (--unit, "
-            f"--journal-file, --journal-dir or a .journal file); {raw.origin} is text, read whole — cut it with "
+            f"--journal-file, --journal-dir or a .journal file); {origin} is text, read whole — cut it with "
             f"journalctl --since/-b, or use -n")
-    if lines:
-        res.records = [r for r in res.records if r.line > res.stats.read - lines]
-    return res
 
 
 def _read_raw(raw, *, strict: bool) -> ReadResult:

@@ -6,7 +6,6 @@ contradicts the log is followed but warned about, and a closed stdout pipe is a 
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -101,6 +100,7 @@ def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None,
     from logdoctor.progress import clear
     clear()
     if fmt == "json":
+        import json
         out(json.dumps(d.to_dict(), indent=2, default=str) + "\n")
     elif fmt == "markdown":
         from logdoctor.render.markdown import render
@@ -125,7 +125,11 @@ def timeline(source, engine="auto", unit=None, since=None, boot=None, lines=None
     tl = build(res.records, engine)
     from logdoctor.progress import clear
     clear()
-    out(json.dumps(to_dict(tl), indent=2, default=str) + "\n" if fmt == "json" else render_text(tl))
+    if fmt == "json":
+        import json
+        out(json.dumps(to_dict(tl), indent=2, default=str) + "\n")
+    else:
+        out(render_text(tl))
     return 0
 
 

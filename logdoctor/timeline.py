@@ -62,8 +62,27 @@ _COMPILE_FILES = re.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilatio
 # markers printed from inside another step's forward pass (vLLM compiles during the profile run): they say the
 # engine got there, not which step the forward belonged to, so a traceback's frames may place the failure
 _NESTED_MARKERS = {"dynamo", "compile_range", "compile_cache"}
-_ERROR_RX = tuple((re.compile(p), ph) for p, ph in ERROR_PHASES)
-_FRAME_RX = tuple((re.compile(p), ph) for p, ph in FRAME_PHASES)
+_ERROR_RX: tuple = ()    # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
+_NAMES = re.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
+
+
+def _frame_matcher(pattern: str):
+    """`^(a|b|c)$` over plain names is a set lookup (same answer, no regex to compile); anything else a regex."""
+    m = _NAMES.fullmatch(pattern)
+    if m:
+        names = frozenset(m.group(1).split("|"))
+        return lambda f: f in names or (f[-1:] == "\n" and f[:-1] in names)   # `$` also matches before a final \n
+    return re.compile(pattern).match
+
+
+_FRAME_RX = tuple((_frame_matcher(p), ph) for p, ph in FRAME_PHASES)
+
+
+def _error_rx() -> tuple:
+    global _ERROR_RX
+    if not _ERROR_RX:
+        _ERROR_RX = tuple((re.compile(p), ph) for p, ph in ERROR_PHASES)
+    return _ERROR_RX
 
 _SD_STARTED = re.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
 _SD_EXIT = re.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
@@ -362,8 +381,8 @@ def frames_phase(block: Block | None) -> str | None:
     funcs = [fr.func for sec in block.sections for fr in sec.frames]
     if any(_COMPILE_FILES.search(fr.file) for sec in block.sections for fr in sec.frames):
         return "graph_capture"   # torch.compile itself failed (dynamo / inductor / the engine's compile backend)
-    for rx, ph in _FRAME_RX:
-        if any(rx.match(f) for f in funcs):
+    for hit, ph in _FRAME_RX:
+        if any(hit(f) for f in funcs):
             return ph
     return None
 
@@ -459,7 +478,7 @@ def _error_phase(blocks: list[Block], a: Attempt) -> str | None:
     texts += [r.msg for r in a.records if r.transport == SERVICE and r.level in ("ERROR", "CRITICAL")]
     if a.fatal_line:  # the few lines after the first fatal one often finish its message (TRT-LLM, C++ aborts)
         texts += [r.msg for r in a.records if a.fatal_line <= r.line <= a.fatal_line + 10]
-    for rx, ph in _ERROR_RX:
+    for rx, ph in _error_rx():
         if any(rx.search(t) for t in texts):
             return ph
     return None

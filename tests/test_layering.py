@@ -11,7 +11,7 @@ PKG = Path(__file__).resolve().parents[1] / "logdoctor"
 
 LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it
     ("vocab", "errors", "records", "diagnosis", "extras", "progress", "evidence", "limits", "intake", "atomic"),
-    ("formats", "sources", "engines", "read", "blocks", "corpus", "history", "hints"),
+    ("formats", "sources", "engines", "read", "stream", "blocks", "corpus", "history", "hints"),
     ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),
     ("matching", "classify", "unitfile"),
     ("remedy", "api", "crossattempt", "calibration"),

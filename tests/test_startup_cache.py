@@ -55,6 +55,31 @@ def test_a_changed_rule_rebuilds_and_a_damaged_cache_is_rebuilt(cache_dir, tmp_p
     assert again.title == "edited title"
 
 
+def test_stat_note_skips_the_content_hash_until_a_file_changes(cache_dir, tmp_path, monkeypatch):
+    """The stat note (path, size, mtime of every rule file → content key) stands in for hashing 112 files; any edit
+    changes the note's key, so the content hash runs again and the edited rule is read."""
+    user = tmp_path / "user-rules"
+    shutil.copytree(bundled_rules_dir() / "port_in_use", user / "port_in_use")
+    load_rules((str(user),))
+    assert list(cache_dir.glob("stat-*.key"))
+    calls = []
+    real = cache.content_key
+    monkeypatch.setattr(cache, "content_key", lambda d, files: calls.append(d) or real(d, files))
+    load_rules((str(user),))
+    assert calls == []                                  # nothing changed: no rule file read to hash it
+    path = sorted(user.rglob("*.yaml"))[0]
+    rid = load_rule_file(path).id
+    text = re.sub(r"(?m)^title:.*$", "title: edited again", path.read_text())
+    path.write_text(text)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))   # a new mtime even on a coarse clock
+    after = {r.id: r for r in load_rules((str(user),))}[rid]
+    assert Path(user) in calls and after.title == "edited again"
+    for note in cache_dir.glob("stat-*.key"):          # a damaged note is only a miss
+        note.write_bytes(b"\xff\xfe")
+    assert {r.id: r for r in load_rules((str(user),))}[rid].title == "edited again"
+
+
 def test_user_rules_override_through_the_cli(cache_dir, tmp_path):
     user = tmp_path / "override"
     src = next((bundled_rules_dir() / "kv_cache_oom").glob("*.yaml"))
@@ -118,3 +143,25 @@ def test_model_copy_equals_the_json_and_survives_damage(cache_dir):
     assert cache.cached_json(DEFAULT_PATH) == want           # then: from the copy
     copies[0].write_bytes(b"\x00broken")
     assert cache.cached_json(DEFAULT_PATH) == want           # a damaged copy is rebuilt
+
+
+def test_lazy_family_patterns_and_frame_sets_answer_like_the_regexes():
+    """Start-up shortcuts that must not change an answer: the classifier's family patterns screened by their literals
+    (classify/features.py) and the frame-phase name sets (timeline.py), against the plain regexes on real log text."""
+    from logdoctor import timeline
+    from logdoctor.classify import features
+    lines = []
+    for p in sorted((ROOT / "fixtures" / "journals").glob("*/journal.log"))[::5]:
+        lines += p.read_text(errors="replace").lower().splitlines()
+    assert len(lines) > 1000
+    screened = [f for _, f in features._FAMILY_RX if f.lits is not None]
+    assert len(screened) > 30
+    for _, fam in features._FAMILY_RX:
+        rx = re.compile(fam.pattern)
+        for ln in lines:
+            assert fam.search(ln) == bool(rx.search(ln)), (fam.name, ln)
+    funcs = set(re.findall(r"in ([\w<>]+)$", "\n".join(lines), re.M)) | {"forward\n", "capture", "x_capture", ""}
+    for (hit, _), (pat, _) in zip(timeline._FRAME_RX, timeline.FRAME_PHASES):
+        rx = re.compile(pat)
+        for f in funcs:
+            assert bool(hit(f)) == bool(rx.match(f)), (pat, f)

@@ -402,7 +402,39 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("health", r"health|not ready|readiness|wait(?:ing)? for"),
     ("download", r"download|snapshot|fetching"),
 )
-_FAMILY_RX = tuple((n, re.compile(p)) for n, p in _FAMILIES)
+
+
+def _literals(pattern: str) -> tuple[str, ...] | None:
+    """The branches of a plain alternation (`a|b c|\\bd\\b`) as literal text, else None: one of them must occur for
+    the pattern to match, so absent literals mean no match without compiling it."""
+    out = []
+    for br in pattern.split("|"):
+        core = br.removeprefix(r"\b").removesuffix(r"\b")
+        if not core or any(c in core for c in "\\.^$*+?()[]{}"):
+            return None
+        out.append(core)
+    return tuple(out)
+
+
+class _Family:
+    """A family pattern compiled on first need: most texts contain none of its literals (start-up, issue 11)."""
+
+    __slots__ = ("name", "pattern", "lits", "_rx")
+
+    def __init__(self, name: str, pattern: str):
+        self.name, self.pattern, self.lits = name, pattern, _literals(pattern)
+        self._rx: re.Pattern | None = None
+
+    def search(self, s: str) -> bool:
+        if self.lits is not None and not any(lit in s for lit in self.lits):
+            return False
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self.pattern)
+        return rx.search(s) is not None
+
+
+_FAMILY_RX = tuple((n, _Family(n, p)) for n, p in _FAMILIES)
 _CUDA_NAME = re.compile(r"\b(cudaerror[a-z]+|cuda_error_[a-z_]+|cublas_status_[a-z_]+|nccl[a-z]*error)\b")
 _ERRNO = re.compile(r"\[errno (\d+)\]|\(os error (\d+)\)|errno[ =:]+(\d+)")
 _CUDA_MSG = re.compile(r"cuda error: ([a-z][a-z -]{3,60}?)(?:\n|$|\.| when| at| \()")

@@ -14,13 +14,20 @@ Only the non-strict (explain) path uses it: `rules lint`/`rules test` always par
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 from pathlib import Path
 
 FORMAT = 4  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle
 _KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
+
+
+def _blake2b(data: bytes = b"", digest_size: int = 16):
+    """blake2b without importing hashlib (which loads OpenSSL's _hashlib: ~2 ms of start-up)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:   # pragma: no cover - an interpreter without the builtin module
+        from hashlib import blake2b
+    return blake2b(data, digest_size=digest_size)
 
 
 def cache_dir() -> Path:
@@ -36,6 +43,8 @@ def rule_files(d: Path) -> list[Path]:
 
 
 def content_key(d: Path, files: list[Path]) -> str:
+    import hashlib
+
     from logdoctor import __version__
     h = hashlib.sha256(f"logdoctor {__version__} rule-cache {FORMAT} {d.resolve()}\n".encode())
     for p in files:
@@ -45,12 +54,48 @@ def content_key(d: Path, files: list[Path]) -> str:
     return h.hexdigest()[:32]
 
 
+def stat_key(d: Path, files: list[Path]) -> str:
+    """What the folder looks like without reading a file: every rule file's path, size and mtime (ns)."""
+    h = _blake2b(f"{FORMAT} {d.resolve()}\n".encode())
+    for p in files:
+        st = os.stat(p)
+        h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def known_key(d: Path, files: list[Path]) -> str:
+    """The content key, read from a stat-keyed note when no file's path, size or mtime changed since the note was
+    written (no 112 file reads to hash them, issue 11), else hashed and noted. A changed file changes its mtime or
+    size, so the note is a shortcut in front of the content hash, never a replacement for it."""
+    from logdoctor import __version__
+    skey = stat_key(d, files)
+    note = cache_dir() / f"stat-{skey}.key"
+    try:
+        got = note.read_text().split()
+        if len(got) == 2 and got[0] == __version__:
+            return got[1]
+    except (OSError, UnicodeDecodeError):
+        pass
+    key = content_key(d, files)
+    try:
+        note.parent.mkdir(parents=True, exist_ok=True)
+        tmp = note.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(f"{__version__} {key}\n")
+        os.replace(tmp, note)
+        old = sorted(note.parent.glob("stat-*.key"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for p in old[_KEEP * 4:]:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return key
+
+
 def load_dir(d: Path, build) -> list:
     """The rules of folder `d` (in file order), from the cache when its key matches, else `build(files)` and store.
     `build` raises RuleError for a bad file, which is never cached."""
     files = rule_files(d)
     try:
-        key = content_key(d, files)
+        key = known_key(d, files)
     except OSError:
         return build(files)     # an unreadable file: let the loader name it
     path = cache_dir() / f"rules-{key}.json"
@@ -59,7 +104,7 @@ def load_dir(d: Path, build) -> list:
         entry = _decode(_read_own(path))
         rules, reqs = entry["rules"], entry["requirements"]
         if isinstance(rules, list) and len(rules) == len(files) and isinstance(reqs, dict):
-            prefilter.seed(reqs)
+            prefilter.seed(reqs, entry.get("words"))
             return rules
     except FileNotFoundError:
         pass
@@ -68,11 +113,12 @@ def load_dir(d: Path, build) -> list:
     rules = build(files)
     # each regex's required literal words (the prefilter's index), so a run never parses a pattern to learn them
     reqs = {p: prefilter.requirement(p) for p in prefilter.patterns(rules)}
-    _store(path, {"rules": rules, "requirements": reqs})
+    _store(path, {"rules": rules, "requirements": reqs, "words": {p: prefilter.pattern_words(p) for p in reqs}})
     return rules
 
 
 def _store(path: Path, entry: dict) -> None:
+    import json
     try:
         text = json.dumps(_encode(entry), separators=(",", ":"))
     except (TypeError, ValueError):
@@ -125,6 +171,7 @@ def _encode(obj):
 
 
 def _decode(data: bytes):
+    import json
     classes = _classes()
 
     def hook(d: dict):
@@ -145,8 +192,9 @@ def cached_json(path) -> object:
     The copy is data only (docs/reliability.md): a small JSON header plus the big numeric tables as raw machine
     doubles/integers (array.frombytes), checked against the shapes the header declares; never marshal or pickle,
     which would build whatever objects a tampered file describes."""
+    import json
     data = Path(path).read_bytes()
-    key = hashlib.blake2b(data, digest_size=16).hexdigest()
+    key = _blake2b(data).hexdigest()
     cpath = cache_dir() / f"json-{key}.bin"
     try:
         return _unpack(_read_own(cpath))
@@ -180,6 +228,7 @@ def _table(v) -> str | None:
 
 
 def _pack(value) -> bytes:
+    import json
     import array
     if not isinstance(value, dict):
         raise TypeError("only a JSON object is packed")
@@ -200,6 +249,7 @@ def _pack(value) -> bytes:
 
 
 def _unpack(raw: bytes) -> dict:
+    import json
     import array
     if not raw.startswith(_MAGIC):
         raise ValueError("not a cache copy")

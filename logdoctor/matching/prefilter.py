@@ -67,8 +67,10 @@ def _req(items) -> tuple | None:
 _KNOWN: dict[str, object] = {}   # seeded from the compiled rule cache (matching/cache.py): no parse at run time
 
 
-def seed(reqs: dict) -> None:
+def seed(reqs: dict, pwords: dict | None = None) -> None:
     _KNOWN.update(reqs)
+    if pwords:
+        _WORDS.update(pwords)
 
 
 def requirement(pattern: str):
@@ -204,9 +206,28 @@ def for_context(ctx, vocabulary=None) -> Present:
     return pres
 
 
+_WORDS: dict[str, frozenset[str]] = {}   # pattern → its words (seeded from the rule cache too)
+_VOCAB: dict[tuple, tuple] = {}
+
+
+def pattern_words(p: str) -> frozenset[str]:
+    got = _WORDS.get(p)
+    if got is None:
+        got = _WORDS[p] = frozenset(words(requirement(p)))
+    return got
+
+
 def vocabulary(rules) -> set[str]:
-    """Every literal word the regex leaves of `rules` can ask for."""
+    """Every literal word the regex leaves of `rules` can ask for (remembered per rule list: explain asks once per
+    attempt, and walking every requirement tree again cost ~4 ms a time)."""
+    key = tuple(map(id, rules))
+    got = _VOCAB.get(key)
+    if got is not None:
+        return got[1]
     out: set[str] = set()
     for p in patterns(rules):
-        out |= words(requirement(p))
+        out |= pattern_words(p)
+    if len(_VOCAB) > 8:
+        _VOCAB.clear()
+    _VOCAB[key] = (list(rules), out)     # the list keeps the ids in the key alive
     return out

@@ -32,8 +32,9 @@ def _pipeline():
     return load_rules(()), load_default()
 
 
-def analyse_lines(lines: list[tuple[int, str]], meta: dict) -> list[dict]:
-    """(input line number, text) pairs of one segment → rows. `meta`: source, member, year, year_source, mtime."""
+def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0) -> list[dict]:
+    """(input line number, text) pairs of one segment → rows. `meta`: source, member, year, year_source, mtime.
+    Attempts that start before input line `min_start` (earlier attempts given as context) get no row."""
     from logdoctor.read import read_lines
     if not lines:
         return []
@@ -44,7 +45,7 @@ def analyse_lines(lines: list[tuple[int, str]], meta: dict) -> list[dict]:
         if r.end_line:
             r.end_line = numbers[min(r.end_line, len(numbers)) - 1]
     _fix_years(res.records, meta)
-    return analyse_records(res.records, res.stats.read, meta)
+    return analyse_records(res.records, res.stats.read, meta, min_start)
 
 
 def analyse_entries(entries, meta: dict) -> list[dict]:
@@ -53,24 +54,34 @@ def analyse_entries(entries, meta: dict) -> list[dict]:
     return analyse_records(res.records, res.stats.read, meta)
 
 
-def analyse_records(records: list[Record], nread: int, meta: dict) -> list[dict]:
+def analyse_records(records: list[Record], nread: int, meta: dict, min_start: int = 0) -> list[dict]:
     from logdoctor.api import diagnose_timeline
     from logdoctor.timeline import Timeline, build
     rules, classifier = _pipeline()
     rows = []
     for unit, recs in split_units(records):
-        tl = build(recs)
+        tl = build(recs, _own_engine(recs, min_start))
         if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs):
             continue
         res = ReadResult(records=recs, stats=Stats(read=nread), origin=meta["source"])
         for i, a in enumerate(tl.attempts):
-            if not a.records or (tl.engine == "unknown" and not a.failed):
-                continue    # a README, a label file, another service's quiet log: not an attempt of an engine
+            if not a.records or (tl.engine == "unknown" and not a.failed) or a.start_line < min_start:
+                continue    # a README, a label file, a quiet foreign log; or a context attempt (no row of its own)
             sub = Timeline(engine=tl.engine, engine_version=tl.engine_version, attempts=tl.attempts[:i + 1],
                            records=recs, start_seen=tl.start_seen)
             d = diagnose_timeline(sub, res, rules, classifier=classifier)
             rows.append(_row(d, a, i, unit, meta))
     return rows
+
+
+def _own_engine(recs: list[Record], min_start: int) -> str:
+    """With context attempts in front (min_start > 0), the segment's own lines decide the engine: a host that ran
+    vLLM before SGLang must not have its SGLang crash read as vLLM because the context outvoted it."""
+    if not min_start:
+        return "auto"
+    from logdoctor.engines.detect import detect
+    own, _ = detect([r for r in recs if r.line >= min_start])
+    return own if own != "unknown" else "auto"
 
 
 def split_units(records: list[Record]) -> list[tuple[str | None, list[Record]]]:

@@ -107,7 +107,7 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
             lines = _text(seg.lines(full=seg.signal))
             if seg.signal and context:
                 prior = [x for c in context for x in c]
-                got = [r for r in analyse_lines(prior + lines, meta) if r["_start"] >= seg.first_line]
+                got = analyse_lines(prior + lines, meta, min_start=seg.first_line)
             else:
                 got = analyse_lines(lines, meta)
             rows.extend(got)

@@ -15,13 +15,14 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from logdoctor.triage.boundary import BoundaryCheck
 from logdoctor.triage.prefilter import Prefilter
 
 CHUNK = 4 << 20
 SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
 HEAD = 32 << 10                 # of a larger segment: its start (launch, config dump) ...
 TAIL = 128 << 10                # ... and its end (the crash with its traceback, the last serving lines)
-HEALTHY_CONTEXT = 8 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
+HEALTHY_CONTEXT = 2 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
 MAX_HITS = 20000                # prefilter hits kept per segment (first half + last half when more)
 MAX_LINE = 1 << 20              # a longer "line" is not a log line: it is cut
 
@@ -107,9 +108,31 @@ class Segment:
             for ln, data in part:
                 for n, line in _split(ln, data):
                     out[n] = line
-        for n, line in list(self.hits) + list(self.hits_tail):
+        hits = list(self.hits) + list(self.hits_tail)
+        for n, line in (hits if full else _thin_bars(hits)):
             out[n] = line
         return sorted(out.items())
+
+
+def _thin_bars(hits: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """A healthy attempt's reduced parse needs a progress bar (tqdm's "NN%|███") once, not once per update: of a run
+    of consecutive bar hits with the same text up to the bar (digits aside), keep the first and the last."""
+    out: list[tuple[int, bytes]] = []
+    run_key, run_last = None, None
+    for hit in hits:
+        line = hit[1]
+        bar = line.find(b"%|")
+        key = line[:bar].translate(None, b"0123456789").rstrip() if bar > 0 else None
+        if key is not None and key == run_key:
+            run_last = hit
+            continue
+        if run_last is not None:
+            out.append(run_last)
+        out.append(hit)
+        run_key, run_last = key, None
+    if run_last is not None:
+        out.append(run_last)
+    return out
 
 
 def _cut_lines(data: bytes, limit: int) -> bytes:
@@ -186,7 +209,10 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
     seg = Segment(first_line=1)
     lineno = 1                     # line number of the first line of the current buffer
     carry = first
+    check = None                   # built from the log's first buffer: the prefixes the reader will see
     for buf in _chunks(stream, carry, stats):
+        if check is None:
+            check = BoundaryCheck(buf[:65536])
         stats.bytes += len(buf)
         pos = 0                    # search position
         done = 0                   # bytes of buf already given to a segment
@@ -208,6 +234,8 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             stats.hits += 1
             if kind == "r" and pf.boundary.search(line) is not None:
                 kind = "b"      # a marker or rule matched earlier on the line than the config dump did
+            if kind == "b" and not line.startswith(b"-- Boot") and not check.is_config(line):
+                kind = "x"      # server_args= inside a message (a traceback's call), not a config dump
             if kind == "b":
                 is_boot = line.startswith(b"-- Boot")
                 if (is_boot and seg.nbytes + (ls - done) > 0 and seg.seen_config) or \
@@ -244,7 +272,7 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             pos = le + 1
         if done < n:
             seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:])
-        nl = buf.count(b"\n")
+        nl = counted_ln - lineno + buf.count(b"\n", counted)
         lineno += nl
         stats.lines += nl
     seg.nlines = lineno - seg.first_line

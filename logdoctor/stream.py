@@ -1,0 +1,298 @@
+"""Large text files read in chunks, with a bounded record store (issue 11: linear time, flat memory).
+
+`read.read_bytes` holds the raw bytes, the decoded text, every line and every Record at once: about 9x the input
+(900 MB for a 100 MB journal). A file above `STREAM_MIN` bytes is read here instead: 4 MiB chunks, each decoded and
+split on its own (a UTF-8 sequence never contains "\\n", so cutting after the last newline is safe), fed to the same
+line parser (`read.read_lines`), whose records go into a `Keep` store rather than a list.
+
+`Keep` holds every record that can be evidence and only a ring of the most recent `RING` routine ones. Routine means:
+the service's own line, at INFO/DEBUG or no level, not indented (traceback frames and code lines are), with no word
+of `EVIDENCE` in it and no marker row of any engine matching it other than a serving-phase point marker, written
+while the service is serving (after any engine's "ready" marker, until the next non-serving marker or systemd line).
+So launches, config dumps, phase markers, deaths, tracebacks, warnings/errors, systemd and kernel lines of every
+attempt stay; what goes is the oldest of the INFO request/batch lines of a long healthy serving stretch. Records keep
+their input line numbers (evidence quotes the input's lines), and `Stats` counts every line as it is read, so line
+accounting stays exact. Inputs below `STREAM_MIN` take the whole-input path unchanged.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+
+from logdoctor.errors import InputError
+from logdoctor.records import SERVICE, SYSTEMD, ReadResult, Record
+
+STREAM_MIN = 8 << 20        # smaller files are read whole (the corpus, fixtures, pasted logs: unchanged path)
+CHUNK = 4 << 20
+RING = 20000                # routine serving records kept (the most recent ones)
+HEAD_LINES = 600            # the reader's format detection looks at the first 600 lines
+_ROUTINE_LEVELS = frozenset((None, "INFO", "DEBUG", "TRACE", "I", "D", "V"))
+# lower-case words that make a line evidence wherever it is (errors, deaths, the GPU, the process, the unit)
+EVIDENCE = ("error", "exception", "traceback", "fail", "fatal", "warn", "kill", "abort", "oom", "out of memory",
+            "nccl", "nvrm", "xid", "timeout", "timed out", "signal", "segmentation", "core dump", "exit",
+            "shutdown", "shutting down", "terminat", "crash", "panic", "assert", "refused", "denied", "invalid",
+            "cannot", "can't", "unable", "retry", "restart", "stop", "hang", "stuck", "watchdog", "deadlock", "leak",
+            "memory", "file \"", "disconnect", "lost")
+
+
+_PLAIN, _MARK = 1, 2
+
+
+class _Index:
+    """Every engine's marker rows by keyword, and the evidence words, as Aho-Corasick automata (one pass a line)."""
+
+    def __init__(self):
+        from logdoctor.engines import ENGINES
+        from logdoctor.engines import markers as mk
+        rows = [m for e in ENGINES.values() for m in (*e.markers, *e.deaths)] + list(mk.COMMON_DEATHS)
+        self.by_kw: dict[str, list] = {}
+        for m in rows:
+            for k in (m.keyword.split("|") if m.keyword else ()):
+                self.by_kw.setdefault(k, []).append(m)
+        self.always = [m for m in rows if not m.keyword]
+        self._rows: dict[frozenset, tuple] = {}
+        try:
+            import ahocorasick
+        except ImportError:        # optional speed-up: plain substring tests give the same answer
+            self.marks = self.words = None
+            return
+        self.marks = ahocorasick.Automaton()
+        for k in self.by_kw:
+            self.marks.add_word(k, k)
+        self.marks.make_automaton()
+        self.words = ahocorasick.Automaton()
+        for w in EVIDENCE:
+            self.words.add_word(w, w)
+        self.words.make_automaton()
+
+    def evidence(self, low: str) -> bool:
+        if self.words is None:
+            return any(w in low for w in EVIDENCE)
+        for _ in self.words.iter(low):
+            return True
+        return False
+
+    def rows(self, msg: str) -> tuple:
+        """The marker rows whose keyword is in msg (each once), then the rows without a keyword; remembered per set
+        of keywords (a serving log repeats a handful of them)."""
+        if self.marks is None:
+            kws = frozenset(k for k in self.by_kw if k in msg)
+        else:
+            kws = frozenset(k for _, k in self.marks.iter(msg))
+        got = self._rows.get(kws)
+        if got is None:
+            seen: dict[int, object] = {}
+            for k in sorted(kws):
+                for m in self.by_kw[k]:
+                    seen.setdefault(id(m), m)
+            if len(self._rows) > 4096:
+                self._rows.clear()
+            got = self._rows[kws] = (*seen.values(), *self.always)
+        return got
+
+
+class Keep:
+    """The record store `read.read_lines` appends to: evidence kept whole, routine serving lines in a ring."""
+
+    def __init__(self, ring: int = RING):
+        self.kept: list[tuple[int, Record]] = []
+        self.ring: deque[tuple[int, Record]] = deque(maxlen=ring)
+        self.seq = 0
+        self.last: Record | None = None
+        self.serving = False
+        self.mark: tuple[int, Record] | None = None
+        self.dropped = 0
+        self.index = _Index()
+
+    def __len__(self) -> int:
+        return self.seq
+
+    def __getitem__(self, i: int) -> Record:
+        if i != -1 or self.last is None:
+            raise IndexError(i)
+        return self.last
+
+    def append(self, rec: Record) -> None:
+        self.last = rec
+        self.seq += 1
+        kind = self._routine(rec)
+        if not kind:
+            self.kept.append((self.seq, rec))
+            return
+        if len(self.ring) == self.ring.maxlen:
+            self.dropped += 1
+        self.ring.append((self.seq, rec))
+        if kind == _MARK:
+            self.mark = (self.seq, rec)     # supersedes the stretch's previous one
+
+    def extend(self, recs) -> None:
+        for r in recs:
+            self.append(r)
+
+    def _save_mark(self) -> None:
+        """The last serving marker of a stretch stays even when the ring dropped it: whether serving went on after
+        a traceback is read from the last one (timeline._decide). Pinned when its stretch ends; the merge in
+        `records` skips it in the ring."""
+        if self.mark is not None:
+            self.kept.append(self.mark)
+        self.mark = None
+
+    def _routine(self, rec: Record) -> int:
+        """0: keep; _PLAIN: a routine line; _MARK: a routine serving marker (a request, a later "ready" line)."""
+        if rec.transport != SERVICE:
+            if rec.transport == SYSTEMD:
+                self._end_stretch()      # a start, stop or exit: whatever follows is a new stretch
+            return 0
+        msg = rec.msg
+        if not msg or msg[0].isspace() or rec.continuation or rec.level not in _ROUTINE_LEVELS:
+            return 0
+        ready = mark = False
+        for m in self.index.rows(msg):
+            if not m.regex.search(msg):
+                continue
+            if m.edge == "ready" or (m.phase == "serving" and m.edge == "point"):
+                mark = True
+                ready = ready or m.edge == "ready"
+            else:
+                self._end_stretch()      # any other marker or death: a new phase, never routine
+                return 0
+        if ready and not self.serving:
+            self.serving = True          # the first "ready" of a stretch is kept (it is the attempt's ready line)
+            return 0
+        if not self.serving or self.index.evidence(msg.lower()):
+            return 0
+        return _MARK if mark else _PLAIN
+
+    def _end_stretch(self) -> None:
+        self.serving = False
+        self._save_mark()
+
+    def records(self) -> list[Record]:
+        """Kept and ring records in input order."""
+        self._save_mark()
+        self.kept.sort(key=lambda t: t[0])
+        kept, ring = self.kept, list(self.ring)
+        out: list[Record] = []
+        i = j = 0
+        while i < len(kept) and j < len(ring):
+            if kept[i][0] == ring[j][0]:
+                j += 1
+            elif kept[i][0] < ring[j][0]:
+                out.append(kept[i][1])
+                i += 1
+            else:
+                out.append(ring[j][1])
+                j += 1
+        out.extend(r for _, r in kept[i:])
+        out.extend(r for _, r in ring[j:])
+        return out
+
+
+def wants_stream(path: str) -> bool:
+    """A regular, uncompressed text file big enough for the whole-input path to cost memory."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    import stat
+    if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN:
+        return False
+    from logdoctor.formats import journal_export
+    from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
+    with open(path, "rb") as fh:
+        head = fh.read(8192)
+    return sniff_compression(head[:8]) is None and not head.startswith(JOURNAL_MAGIC) \
+        and not journal_export.looks_like_export(head)
+
+
+def read_file(path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK,
+              ring: int = RING) -> ReadResult:
+    """The file at `path` → records, chunk by chunk; refuses junk with the same one-line errors as
+    `read.check_bytes` (checked per chunk, line numbers counted across chunks)."""
+    from logdoctor import read as rd
+    from logdoctor.progress import Progress, set_current
+    max_line = max_line or rd.MAX_LINE_BYTES
+    origin = path
+    prog = Progress(origin)
+    state = {"lines": 0, "bad": 0, "text": False, "bytes": 0}
+
+    def chunks():
+        carry = b""
+        first = True
+        with open(path, "rb") as fh:
+            while True:
+                b = fh.read(chunk)
+                if first and b:
+                    _check_head(b, origin)
+                    first = False
+                if not b:
+                    if carry:
+                        yield _lines(carry, final=True)
+                    return
+                state["bytes"] += len(b)
+                prog.update(state["bytes"])
+                data = carry + b
+                cut = data.rfind(b"\n") + 1
+                carry = data[cut:]
+                if len(carry) > max_line:     # measure the whole line (the message says how long), keep none of it
+                    n, size = state["lines"] + data.count(b"\n", 0, cut) + 1, len(carry)
+                    while True:
+                        b = fh.read(chunk)
+                        nl = b.find(b"\n")
+                        size += len(b) if nl < 0 else nl
+                        if not b or nl >= 0:
+                            break
+                    raise InputError(f"{origin}: line {n} is {size / 1e6:.1f} MB long (limit {max_line >> 20} "
+                                     "MiB); not a log line — cut it out or pass a real log")
+                if cut:
+                    yield _lines(data[:cut], final=False)
+
+    def _lines(data: bytes, final: bool) -> list[str]:
+        nul = data.find(b"\x00")
+        if nul >= 0:
+            n = state["lines"] + data.count(b"\n", 0, nul) + 1
+            raise InputError(f"{origin}: binary data (NUL byte at line {n}), not a text log"
+                             " — for a systemd .journal file use --journal-file PATH")
+        if len(data) > max_line:
+            for k, part in enumerate(data.split(b"\n")):
+                if len(part) > max_line:
+                    raise InputError(f"{origin}: line {state['lines'] + k + 1} is {len(part) / 1e6:.1f} MB long "
+                                     f"(limit {max_line >> 20} MiB); not a log line — cut it out or pass a real log")
+        state["text"] = state["text"] or bool(data.strip())
+        text, bad = rd.decode(data)
+        state["bad"] += bad
+        lines = text.split("\n")
+        if not final or lines[-1] == "":
+            lines.pop()          # the newline that ends the chunk's last line is not an extra empty line
+        state["lines"] += len(lines)
+        return lines
+
+    gen = chunks()
+    head: list[str] = []
+    for part in gen:
+        head.extend(part)
+        if len(head) >= HEAD_LINES:
+            break
+
+    def rest():
+        yield from head
+        for part in gen:
+            yield from part
+
+    keep = Keep(ring)
+    res = rd.read_lines(rest(), origin, year=year, head=head, sink=keep)
+    if not state["text"]:
+        raise InputError(f"{origin}: empty input — no log lines")
+    prog.update(state["bytes"], final=True)
+    set_current(prog)
+    res.stats.bad_bytes = state["bad"]
+    if state["bad"]:
+        res.warnings.append(f"{origin}: {state['bad']} invalid UTF-8 bytes replaced with U+FFFD")
+    return res
+
+
+def _check_head(head: bytes, origin: str) -> None:
+    head = head[:65536]
+    ctrl = sum(head.count(bytes([b])) for b in range(32) if b not in (9, 10, 13, 27))
+    if ctrl * 20 > len(head):
+        raise InputError(f"{origin}: binary data ({ctrl} control bytes in the first {len(head)}), not a text log")

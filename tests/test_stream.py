@@ -1,0 +1,110 @@
+"""The chunked reader and its bounded record store (stream.py, issue 11): same records, same line accounting and the
+same verdict as reading the input whole, with routine serving lines bounded by the ring."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logdoctor import read, stream
+from logdoctor.api import diagnose_timeline
+from logdoctor.classify.runtime import load_default
+from logdoctor.matching.loader import load_rules
+from logdoctor.timeline import build
+
+ROOT = Path(__file__).resolve().parent.parent
+JOURNALS = sorted((ROOT / "fixtures" / "journals").glob("*/journal.log"))
+sys.path.insert(0, str(ROOT / "bench"))
+import make_inputs  # noqa: E402  (the benchmark's generator: a journal of days of serving, then a failure)
+
+
+def _whole(path: Path):
+    return read.read_bytes(path.read_bytes(), str(path))
+
+
+def _fields(r):
+    return (r.line, r.end_line, r.msg, r.text, r.fmt, r.ts, r.host, r.pid, r.transport, r.level, r.rank, r.proc,
+            r.continuation, r.prefix_engine, r.extra)
+
+
+@pytest.mark.parametrize("path", JOURNALS[::7], ids=lambda p: p.parent.name)
+def test_small_chunks_give_the_same_records_and_stats(path):
+    # 4 kB chunks cut every fixture in many places; nothing is dropped below the ring size
+    whole = _whole(path)
+    got = stream.read_file(str(path), chunk=4096)
+    assert [_fields(r) for r in got.records] == [_fields(r) for r in whole.records]
+    assert got.stats == whole.stats
+    assert got.warnings == whole.warnings
+
+
+def test_invalid_utf8_across_chunks(tmp_path):
+    p = tmp_path / "bad.log"
+    p.write_bytes(b"".join(b"May 10 00:00:%02d h python3[1]: caf\xe9 \xff line %d\n" % (i % 60, i) for i in range(3000)))
+    whole, got = _whole(p), stream.read_file(str(p), chunk=1000)
+    assert got.stats.bad_bytes == whole.stats.bad_bytes == 6000
+    assert [r.msg for r in got.records] == [r.msg for r in whole.records]
+    assert got.warnings == whole.warnings
+
+
+def _diagnosis(res):
+    return diagnose_timeline(build(res.records), res, load_rules(()), classifier=load_default())
+
+
+def _verdict(res):
+    return _diagnosis(res).to_dict()
+
+
+def test_long_serving_stretch_is_bounded_and_verdict_unchanged(tmp_path):
+    p = tmp_path / "serving.log"
+    make_inputs.serving_then_kv(p, 1_500_000, tb_every=900)   # ~8 000 serving lines, handled tracebacks, then the failure
+    whole = _whole(p)
+    got = stream.read_file(str(p), ring=500)
+    assert got.stats == whole.stats                           # every line still read and counted
+    assert len(got.records) < len(whole.records) / 2          # the oldest routine lines are gone
+    kept = {r.line for r in got.records}
+    # every line that can be evidence stays: tracebacks, errors, systemd, the launch and the failure
+    for r in whole.records:
+        if r.transport != "service" or r.level not in (None, "INFO") or "Traceback" in r.msg or "Error" in r.msg \
+                or r.msg[:1].isspace():
+            assert r.line in kept, (r.line, r.msg)
+    assert [r.line for r in got.records] == sorted(r.line for r in got.records)
+    assert _verdict(got) == _verdict(whole)
+
+
+def test_errors_name_the_line_across_chunks(tmp_path):
+    p = tmp_path / "nul.log"
+    p.write_bytes(b"May 10 00:00:00 h python3[1]: ok\n" * 5000 + b"bad \x00 here\n")
+    with pytest.raises(Exception, match="NUL byte at line 5001"):
+        stream.read_file(str(p), chunk=4096)
+    p.write_bytes(b"May 10 00:00:00 h python3[1]: ok\n" * 50 + b"x" * 3000 + b"\nok\n")
+    with pytest.raises(Exception, match=r"line 51 is 0\.0 MB long"):
+        stream.read_file(str(p), chunk=1024, max_line=2048)
+    p.write_bytes(b"ok\n" * 50 + b"x" * 3_000_000 + b"\nok\n")
+    with pytest.raises(Exception, match=r"line 51 is 3\.0 MB long"):
+        stream.read_file(str(p), chunk=1024, max_line=2048)
+    p.write_bytes(b" \n" * 10000)
+    with pytest.raises(Exception, match="empty input"):
+        stream.read_file(str(p), chunk=4096)
+
+
+def test_cli_streams_a_big_file(tmp_path):
+    """The real CLI on a file above STREAM_MIN: exact line accounting, and the verdict of the whole-input path."""
+    p = tmp_path / "big.log"
+    make_inputs.serving_then_kv(p, stream.STREAM_MIN + 200_000)
+    assert stream.wants_stream(str(p))
+    env = dict(os.environ, NO_COLOR="1")
+    proc = subprocess.run([sys.executable, "-m", "logdoctor", "explain", "--no-history", "--stats", "--format", "json",
+                           str(p)], capture_output=True, cwd=ROOT, env=env, timeout=300)
+    n = p.read_bytes().count(b"\n")
+    assert f"lines: read {n}, parsed {n}, unparsed 0" in proc.stderr.decode(), proc.stderr.decode()[-500:]
+    got = json.loads(proc.stdout)
+    d = _diagnosis(_whole(p))
+    assert proc.returncode == d.exit_code == 1
+    want = json.loads(json.dumps(d.to_dict(), default=str))
+    assert want["cause"] and want["evidence"]
+    for k in ("cause", "phase", "failed", "rule", "confidence", "evidence", "attempts", "fixes"):
+        assert got[k] == want[k], k
