@@ -35,6 +35,7 @@ class Damage:
     first_cut_line: int = 0
     longest_line: int = 0
     long_lines: int = 0                 # lines longer than limits.MATCH_CAP: rules match their head only
+    first_nul_line: int = 0
     stopped: str | None = None          # where a truncated or capped archive stopped
     notes: list[str] = field(default_factory=list)
 
@@ -161,3 +162,39 @@ def repair_lines(lines: list[str], origin: str = "<lines>") -> tuple[list[str], 
     if dmg.cut_lines:
         dmg.notes.append(f"{origin}: {dmg.cut_lines} lines longer than {limits.LINE_CAP} characters cut")
     return out, dmg
+
+
+def repair_chunk(data: bytes, dmg: Damage, lines_before: int) -> bytes:
+    """`repair` for one chunk of a streamed file (stream.py): NUL runs replaced, lines over LINE_CAP cut, counted
+    into `dmg` with line numbers of the whole input. The encoding was checked on the file's head."""
+    if b"\x00" in data:
+        n = data.count(b"\x00")
+        if not dmg.nul_bytes:
+            dmg.first_nul_line = lines_before + data.count(b"\n", 0, data.find(b"\x00")) + 1
+        dmg.nul_bytes += n
+        data = _NUL_RUN.sub(_REPLACEMENT, data)
+    if len(data) > limits.MATCH_CAP:
+        dmg.long_lines += sum(1 for _ in _OVER_MATCH_CAP.finditer(data))
+    if len(data) > limits.LINE_CAP:
+        part = Damage()
+        data = _cut_long_lines(data, part)
+        if part.cut_lines:
+            dmg.first_cut_line = dmg.first_cut_line or lines_before + part.first_cut_line
+            dmg.cut_lines += part.cut_lines
+            dmg.cut_bytes += part.cut_bytes
+            dmg.longest_line = max(dmg.longest_line, part.longest_line)
+    return data
+
+
+def chunk_notes(dmg: Damage, origin: str) -> list[str]:
+    """The warnings `repair` would have given for the whole input."""
+    notes = []
+    if dmg.nul_bytes:
+        notes.append(f"{origin}: {dmg.nul_bytes} NUL byte{'s' if dmg.nul_bytes > 1 else ''} replaced"
+                     f" (first at line {dmg.first_nul_line}; each run by one U+FFFD)")
+    if dmg.cut_lines:
+        notes.append(f"{origin}: {dmg.cut_lines} line{'s' if dmg.cut_lines > 1 else ''} longer than "
+                     f"{limits.human(limits.LINE_CAP)} cut to the first {limits.human(limits.LINE_CAP)} "
+                     f"({dmg.cut_bytes} bytes cut; first at line {dmg.first_cut_line}, "
+                     f"longest {dmg.longest_line / 1e6:.1f} MB)")
+    return notes

@@ -228,8 +228,8 @@ def _table(v) -> str | None:
 
 
 def _pack(value) -> bytes:
-    import json
     import array
+    import json
     if not isinstance(value, dict):
         raise TypeError("only a JSON object is packed")
     head: dict = {"plain": {}, "tables": []}
@@ -249,8 +249,8 @@ def _pack(value) -> bytes:
 
 
 def _unpack(raw: bytes) -> dict:
-    import json
     import array
+    import json
     if not raw.startswith(_MAGIC):
         raise ValueError("not a cache copy")
     n = int.from_bytes(raw[8:16], "little")
