@@ -159,10 +159,12 @@ def _encode(obj):
         return out
     if isinstance(obj, tuple):
         return {"__tuple__": [_encode(x) for x in obj]}
+    if isinstance(obj, (set, frozenset)):
+        return {"__frozenset__": sorted(_encode(x) for x in obj)}
     if isinstance(obj, list):
         return [_encode(x) for x in obj]
     if isinstance(obj, dict):
-        if not all(isinstance(k, str) for k in obj) or "__dc__" in obj or "__tuple__" in obj:
+        if not all(isinstance(k, str) for k in obj) or {"__dc__", "__tuple__", "__frozenset__"} & obj.keys():
             raise TypeError("a mapping JSON cannot hold unambiguously")
         return {k: _encode(v) for k, v in obj.items()}
     if obj is None or isinstance(obj, (str, int, float, bool)):
@@ -177,6 +179,8 @@ def _decode(data: bytes):
     def hook(d: dict):
         if "__tuple__" in d and len(d) == 1:
             return tuple(d["__tuple__"])
+        if "__frozenset__" in d and len(d) == 1:
+            return frozenset(d["__frozenset__"])
         name = d.get("__dc__")
         if name is None:
             return d
