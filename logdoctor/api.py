@@ -63,13 +63,18 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     vi, attempt_note = verdict_attempt(tl.attempts)
     a, cands = per_attempt[vi]
     listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
-    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a)}
+    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
+                              "damage": res.stats.damage()}
     prefix_note = None
     if res.stats.unknown_prefix:
         window["prefix"] = res.stats.unknown_prefix
         prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
                        "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
     head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
+    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
+        window["cut"] = f"input ends early ({res.stats.stopped})"
+        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
+                            "lines read") if n]
     tail = [prefix_note] if prefix_note else []
     common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed,
                                   rank=a.first_failing_rank, config=_config_view(a), window=window, origin=res.origin,

@@ -32,6 +32,10 @@ class _Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:   # one line, like every other usage error (design.md: exit 2, no usage dump)
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            click.echo(f"logdoctor: {exc.format_message()}{where}", err=True)
+            sys.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001 - the documented exit 4 path

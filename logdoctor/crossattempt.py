@@ -136,7 +136,7 @@ def signature(a: Attempt) -> str | None:
         return None
     for rx in _NORM:
         text = rx.sub("#", text)
-    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+    return hashlib.sha1(text.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()[:12]
 
 
 def _outcome(a: Attempt, last: bool) -> str:

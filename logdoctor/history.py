@@ -18,7 +18,29 @@ from pathlib import Path
 
 from logdoctor.errors import InputError, UsageError
 
-BUSY_TIMEOUT_MS = 60_000
+BUSY_TIMEOUT_MS = 60_000   # $LOGDOCTOR_HISTORY_TIMEOUT (seconds) overrides it
+
+
+class HistoryUnavailable(InputError):
+    """A passing state (another process held the database past the busy timeout, a full disk): callers diagnose
+    without the history instead of failing (docs/reliability.md)."""
+
+
+def _busy_ms() -> int:
+    try:
+        return max(0, int(float(os.environ["LOGDOCTOR_HISTORY_TIMEOUT"]) * 1000))
+    except (KeyError, ValueError):
+        return BUSY_TIMEOUT_MS
+
+
+def _transient(e: BaseException) -> bool:
+    text = str(e).lower()
+    return "locked" in text or "busy" in text
+
+
+def _no_space(e: BaseException) -> bool:
+    text = str(e).lower()
+    return "disk is full" in text or "disk i/o error" in text
 
 # Each entry moves the schema from version i to i+1; never edit an entry once released, append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -93,20 +115,55 @@ class History:
 
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = Path(path) if path is not None else default_path()
+        self.read_only = False
+        self.warnings: list[str] = []     # what went wrong without costing the diagnosis (callers print them)
+        self.busy_ms = _busy_ms()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            self.db = sqlite3.connect(str(self.path), timeout=self.busy_ms / 1000, isolation_level=None)
         except (OSError, sqlite3.Error) as e:
+            if self.path.is_file() and self._open_read_only():
+                return
             raise InputError(f"cannot open the history database {self.path}: {e}") from None
         try:
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute(f"PRAGMA busy_timeout = {self.busy_ms}")
             self._wal()
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         except sqlite3.DatabaseError as e:
             self.db.close()
+            if _transient(e):
+                raise HistoryUnavailable(f"the history database {self.path} is locked by another process (waited "
+                                         f"{self.busy_ms / 1000:g} s)") from None
+            if _no_space(e):
+                raise HistoryUnavailable(f"the history database {self.path} cannot be opened for writing ({e}: a "
+                                         "full disk?)") from None
+            if "readonly" in str(e).lower().replace("-", "") and self._open_read_only():
+                return
             raise InputError(f"{self.path} is not a usable logdoctor history database ({e}); move it away or "
                              f"pass --history PATH / --no-history") from None
+
+    def _open_read_only(self) -> bool:
+        """A history we may read but not write (a read-only file or folder, a read-only mount): earlier attempts
+        still inform the verdict; this one is not recorded, and a warning says so."""
+        uri = self.path.resolve().as_uri()
+        for mode in ("?mode=ro", "?immutable=1"):    # immutable: a WAL database in a folder we cannot write
+            db = None
+            try:
+                db = sqlite3.connect(uri + mode, uri=True, timeout=self.busy_ms / 1000, isolation_level=None)
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                db.execute("SELECT COUNT(*) FROM attempts").fetchone()
+            except sqlite3.Error:
+                if db is not None:
+                    db.close()
+                continue
+            if version != SCHEMA_VERSION:
+                db.close()
+                return False
+            self.db, self.read_only = db, True
+            self.warnings.append(f"the history database {self.path} is read-only: this attempt is not recorded")
+            return True
+        return False
 
     def _wal(self) -> None:
         # switching to WAL needs a moment of exclusive access; another process may be opening the file too
@@ -145,8 +202,22 @@ class History:
 
         A re-diagnosis updates what it learned (outcome, phase, cause, signature, config) and keeps the fix that was
         suggested earlier when this run has none (an earlier attempt of a window gets no fix plan of its own)."""
-        if not rows:
+        if not rows or self.read_only:
             return 0
+        try:
+            return self._record(rows)
+        except sqlite3.OperationalError as e:   # locked past the timeout, disk full, I/O error: the transaction
+            # rolled back, the file is as it was; the verdict is not lost over it
+            if _transient(e):
+                why = f"is locked by another process (waited {self.busy_ms / 1000:g} s)"
+            elif "readonly" in str(e).lower():
+                why = "is read-only"
+            else:
+                why = f"could not be written ({e}; the file is unchanged)"
+            self.warnings.append(f"the history database {self.path} {why}: this attempt is not recorded")
+            return 0
+
+    def _record(self, rows: list[AttemptRow]) -> int:
         now = time.time()
         new = 0
         self.db.execute("BEGIN IMMEDIATE")
@@ -172,7 +243,8 @@ class History:
                      json.dumps(r.fix, sort_keys=True, default=str) if r.fix else None, r.rule, now, r.key))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise
         return new
 
@@ -185,7 +257,8 @@ class History:
             args.append(before)
         if not where and not everything:
             raise UsageError("history forget needs --host, --unit, --key, --before or --all")
-        sql = "DELETE FROM attempts" + (" WHERE " + " AND ".join(where) if where else "")
+        # the WHERE holds fixed column names and ? placeholders only (_where); the values are bound
+        sql = "DELETE FROM attempts" + (" WHERE " + " AND ".join(where) if where else "")  # noqa: S608
         self.db.execute("BEGIN IMMEDIATE")
         try:
             n = self.db.execute(sql, args).rowcount
@@ -213,7 +286,7 @@ class History:
               outcome: str | None = None, key: str | None = None, limit: int | None = None) -> list[AttemptRow]:
         """Attempts matching the filters, oldest first (by start time, then by when they were recorded)."""
         where, args = self._where(host=host, unit=unit, key=key, model=model, outcome=outcome)
-        sql = "SELECT " + ", ".join(COLUMNS) + " FROM attempts"
+        sql = "SELECT " + ", ".join(COLUMNS) + " FROM attempts"  # noqa: S608 - fixed columns; values bound below
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY COALESCE(started, ''), recorded, rowid"

@@ -5,7 +5,8 @@ raw) → split the engine prefix → Record. A journal entry with a multi-line M
 Every input line ends in exactly one Record or in `unparsed`; `Stats` counts both (read == parsed + unparsed).
 
 The parse layer never raises on any input. `check_bytes` is the separate, strict gate the CLI and API use to turn
-binary junk, NUL bytes, an empty pipe or a monstrous line into one clear InputError.
+binary junk or an empty pipe into one clear InputError; partial damage (NUL bytes, an over-long line, UTF-16) is
+repaired and counted by intake.repair (docs/reliability.md).
 """
 from __future__ import annotations
 
@@ -18,45 +19,22 @@ from logdoctor.engines.prefixes import split_prefix
 from logdoctor.errors import InputError, UsageError
 from logdoctor.formats import Outer, container, journal_export, journal_json, journal_text, wrappers
 from logdoctor.formats.clean import clean, mostly_control
+from logdoctor.intake import Damage, repair, repair_lines, sniff
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
 
-MAX_LINE_BYTES = 1 << 20  # 1 MiB: a longer "line" is not a log line
 EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 200 --no-pager | logdoctor explain"
+_NOT_SPACE = re.compile(rb"\S")
 _SHORT_FORMATS = ("journal-short", "journal-short-precise", "journal-short-iso", "journal-short-iso-precise",
                   "journal-short-full", "journal-with-unit", "journal-short-monotonic", "journal-short-unix")
 
 
-def check_bytes(data: bytes, origin: str, *, max_line: int = MAX_LINE_BYTES) -> None:
-    """Refuse input that is not a text log, with one line that says why and what to do."""
-    if not data.strip():
+def check_bytes(data: bytes, origin: str) -> None:
+    """Refuse input that is not a text log (empty, or binary junk), with one line that says why and what to do.
+    Damage inside a text log (NUL bytes, over-long lines, UTF-16) is repaired by read_bytes, not refused."""
+    if _NOT_SPACE.search(data) is None:   # not data.strip(): no copy of a large input
         raise InputError(EMPTY_STDIN_HINT if origin == "<stdin>" else f"{origin}: empty input — no log lines")
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise InputError(f"{origin}: binary data (NUL byte at line {line}), not a text log"
-                         " — for a systemd .journal file use --journal-file PATH")
-    head = data[:65536]
-    ctrl = sum(head.count(bytes([b])) for b in range(32) if b not in (9, 10, 13, 27))
-    if ctrl * 20 > len(head):
-        raise InputError(f"{origin}: binary data ({ctrl} control bytes in the first {len(head)}), not a text log")
-    if len(data) > max_line:
-        start = 0
-        for i, chunk in enumerate(_iter_lengths(data)):
-            if chunk > max_line:
-                raise InputError(f"{origin}: line {i + 1} is {chunk / 1e6:.1f} MB long (limit {max_line >> 20} MiB);"
-                                 " not a log line — cut it out or pass a real log")
-            start += chunk
-
-
-def _iter_lengths(data: bytes):
-    pos = 0
-    n = len(data)
-    while pos < n:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            nl = n
-        yield nl - pos
-        pos = nl + 1
+    if not journal_export.looks_like_export(data):
+        sniff(data, origin)
 
 
 def decode(data: bytes) -> tuple[str, int]:
@@ -70,8 +48,10 @@ def decode(data: bytes) -> tuple[str, int]:
     return re.sub("[\udc80-\udcff]+", lambda m: "\ufffd", text), bad
 
 
-def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None) -> ReadResult:
-    """Never raises: use check_bytes first to refuse junk with a clear message."""
+def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None, damage: Damage | None = None
+               ) -> ReadResult:
+    """Never raises: use check_bytes first to refuse junk with a clear message. `damage` carries what the source
+    already repaired (a truncated archive) into the stats."""
     if journal_export.looks_like_export(data):
         entries, bad = journal_export.parse_export(data)
         res = read_entries(((e.fields, e.first_line, e.last_line) for e in entries), origin, fmt="journal-export",
@@ -81,12 +61,21 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None)
         res.stats.unparsed += len(bad)
         res.stats.read = res.stats.parsed + res.stats.unparsed
         return res
+    data, dmg = repair(data, origin)
     text, bad_bytes = decode(data)
+    del data
     lines = text.split("\n") if text else []
+    del text
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line is not an extra empty line
     res = read_lines(lines, origin, year=year)
-    res.stats.bad_bytes = bad_bytes
+    st = res.stats
+    st.bad_bytes, st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines, st.encoding = \
+        bad_bytes, dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines, dmg.encoding
+    if damage is not None:
+        st.stopped = damage.stopped
+        res.warnings += damage.notes
+    res.warnings += dmg.notes
     if bad_bytes:
         res.warnings.append(f"{origin}: {bad_bytes} invalid UTF-8 bytes replaced with U+FFFD")
     return res
@@ -286,7 +275,12 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
         lines = [ln[:-1] if ln.endswith("\n") else ln for ln in lines]
         if strict and not any(ln.strip() for ln in lines):
             raise InputError("empty input — no log lines")
-        return read_lines(lines, "<lines>")
+        lines, dmg = repair_lines(lines)     # the same policy as for bytes (intake.py)
+        res = read_lines(lines, "<lines>")
+        res.stats.nul_bytes, res.stats.cut_lines, res.stats.cut_bytes, res.stats.long_lines = \
+            dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines
+        res.warnings += dmg.notes
+        return res
     raise UsageError(f"cannot read a log from {type(source).__name__}")
 
 
@@ -340,4 +334,4 @@ def _read_raw(raw, *, strict: bool) -> ReadResult:
         return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
     if strict:
         check_bytes(raw.data, raw.origin)
-    return read_bytes(raw.data, raw.origin)
+    return read_bytes(raw.data, raw.origin, damage=raw.damage)

@@ -62,6 +62,12 @@ class Stats:
     skipped: int = 0
     collapsed_frames: int = 0     # \r-rewritten progress-bar states collapsed into their last one
     bad_bytes: int = 0            # bytes replaced while decoding invalid UTF-8
+    nul_bytes: int = 0            # NUL bytes replaced (intake.repair)
+    cut_lines: int = 0            # lines longer than limits.LINE_CAP, cut to their head
+    cut_bytes: int = 0            # bytes cut from them
+    long_lines: int = 0           # lines longer than limits.MATCH_CAP (rules match their first MATCH_CAP chars)
+    encoding: str = "utf-8"       # detected input encoding (utf-16-le, utf-8-bom, ...)
+    stopped: str | None = None    # where a truncated or capped compressed input stopped
     formats: dict[str, int] = field(default_factory=dict)
     prefixes: dict[str, int] = field(default_factory=dict)   # process-manager prefixes peeled (ray, torchrun, ...)
     unknown_prefix: str | None = None   # a prefix most lines share that no parser knows (digits shown as N)
@@ -76,6 +82,17 @@ class Stats:
             s += f"; {self.collapsed_frames} progress-bar frames collapsed"
         if self.bad_bytes:
             s += f"; {self.bad_bytes} invalid UTF-8 bytes replaced"
+        if self.nul_bytes:
+            s += f"; {self.nul_bytes} NUL bytes replaced"
+        if self.cut_lines:
+            s += f"; {self.cut_lines} over-long lines cut ({self.cut_bytes} bytes)"
+        if self.long_lines:
+            from logdoctor.limits import MATCH_CAP, human
+            s += f"; {self.long_lines} lines over {human(MATCH_CAP)} (rules match their first {human(MATCH_CAP)})"
+        if self.encoding != "utf-8":
+            s += f"; encoding {self.encoding}"
+        if self.stopped:
+            s += f"; input stopped early: {self.stopped}"
         if fm:
             s += f"; formats: {fm}"
         if self.prefixes:
@@ -83,6 +100,13 @@ class Stats:
         if self.unknown_prefix:
             s += f"; unknown line prefix {self.unknown_prefix!r} on most lines (peeled as an unknown wrapper)"
         return s
+
+    def damage(self) -> dict:
+        """The damage counts for the JSON `window.damage` (all zero for a clean log)."""
+        return {"unparsed": self.unparsed, "bad_bytes": self.bad_bytes, "nul_bytes": self.nul_bytes,
+                "cut_lines": self.cut_lines, "cut_bytes": self.cut_bytes, "long_lines": self.long_lines,
+                "encoding": self.encoding,
+                "stopped": self.stopped}
 
 
 @dataclass(slots=True)

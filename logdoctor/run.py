@@ -57,14 +57,25 @@ def open_history(history_path, no_history):
             raise UsageError("give --history PATH or --no-history, not both")
         return None
     from logdoctor.errors import InputError
-    from logdoctor.history import History
-    if history_path:
-        return History(history_path)       # asked for by name: a problem with it is the user's error (exit 2)
+    from logdoctor.history import History, HistoryUnavailable
     try:
+        if history_path:
+            return History(history_path)   # asked for by name: a problem with it is the user's error (exit 2)
         return History()
-    except InputError as e:
+    except HistoryUnavailable as e:         # a passing state (locked, a full disk), named or not: diagnose now
         warn(f"{e}; continuing without the attempt history")
         return None
+    except InputError as e:
+        if history_path:
+            raise
+        warn(f"{e}; continuing without the attempt history")
+        return None
+
+
+def emit_store_warnings(store) -> None:
+    """What the store could not do (read-only, locked past the timeout, a full disk): the verdict stands."""
+    for w in getattr(store, "warnings", ()):
+        warn(w)
 
 
 def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
@@ -85,6 +96,7 @@ def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None,
         from logdoctor.crossattempt import diagnose_with_history
         with store:
             d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
+        emit_store_warnings(store)
     from logdoctor.progress import clear
     clear()
     if fmt == "json":

@@ -201,8 +201,9 @@ def wants_stream(path: str) -> bool:
     from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
     with open(path, "rb") as fh:
         head = fh.read(8192)
+    from logdoctor.intake import detect_encoding
     return sniff_compression(head[:8]) is None and not head.startswith(JOURNAL_MAGIC) \
-        and not journal_export.looks_like_export(head)
+        and not journal_export.looks_like_export(head) and detect_encoding(head) == "utf-8"   # UTF-16: whole path
 
 
 def read_file(path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK,
@@ -210,8 +211,11 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
     """The file at `path` → records, chunk by chunk; refuses junk with the same one-line errors as
     `read.check_bytes` (checked per chunk, line numbers counted across chunks)."""
     from logdoctor import read as rd
+    from logdoctor.intake import Damage, chunk_notes, repair_chunk
+    from logdoctor.limits import LINE_CAP
     from logdoctor.progress import Progress, set_current
-    max_line = max_line or rd.MAX_LINE_BYTES
+    max_line = max_line or LINE_CAP
+    dmg = Damage()
     origin = path
     prog = Progress(origin)
     state = {"lines": 0, "bad": 0, "text": False, "bytes": 0}
@@ -234,30 +238,30 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
                 data = carry + b
                 cut = data.rfind(b"\n") + 1
                 carry = data[cut:]
-                if len(carry) > max_line:     # measure the whole line (the message says how long), keep none of it
-                    n, size = state["lines"] + data.count(b"\n", 0, cut) + 1, len(carry)
+                if cut:
+                    yield _lines(data[:cut], final=False)
+                if len(carry) > max_line:     # an over-long line across chunks: keep its head, read on to its end
+                    size, line_head = len(carry), carry[:max_line]
                     while True:
                         b = fh.read(chunk)
                         nl = b.find(b"\n")
                         size += len(b) if nl < 0 else nl
                         if not b or nl >= 0:
                             break
-                    raise InputError(f"{origin}: line {n} is {size / 1e6:.1f} MB long (limit {max_line >> 20} "
-                                     "MiB); not a log line — cut it out or pass a real log")
-                if cut:
-                    yield _lines(data[:cut], final=False)
+                    state["bytes"] += len(b)
+                    yield _lines(line_head, final=False, size=size)
+                    carry = b[nl + 1:] if b and nl >= 0 else b""
 
-    def _lines(data: bytes, final: bool) -> list[str]:
-        nul = data.find(b"\x00")
-        if nul >= 0:
-            n = state["lines"] + data.count(b"\n", 0, nul) + 1
-            raise InputError(f"{origin}: binary data (NUL byte at line {n}), not a text log"
-                             " — for a systemd .journal file use --journal-file PATH")
-        if len(data) > max_line:
-            for k, part in enumerate(data.split(b"\n")):
-                if len(part) > max_line:
-                    raise InputError(f"{origin}: line {state['lines'] + k + 1} is {len(part) / 1e6:.1f} MB long "
-                                     f"(limit {max_line >> 20} MiB); not a log line — cut it out or pass a real log")
+    def _lines(data: bytes, final: bool, size: int = 0) -> list[str]:
+        if size:   # one over-long line read across chunks: its head, cut and counted as repair() would
+            dmg.cut_lines += 1
+            dmg.cut_bytes += size - max_line
+            dmg.longest_line = max(dmg.longest_line, size)
+            dmg.long_lines += 1
+            dmg.first_cut_line = dmg.first_cut_line or state["lines"] + 1
+            data = data[:max_line] + b" \xe2\x80\xa6[%d bytes cut]\n" % (size - max_line)
+        else:
+            data = repair_chunk(data, dmg, state["lines"])
         state["text"] = state["text"] or bool(data.strip())
         text, bad = rd.decode(data)
         state["bad"] += bad
@@ -286,13 +290,16 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
     prog.update(state["bytes"], final=True)
     set_current(prog)
     res.stats.bad_bytes = state["bad"]
+    st = res.stats
+    st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines = dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, \
+        dmg.long_lines
+    res.warnings += chunk_notes(dmg, origin)
     if state["bad"]:
         res.warnings.append(f"{origin}: {state['bad']} invalid UTF-8 bytes replaced with U+FFFD")
     return res
 
 
 def _check_head(head: bytes, origin: str) -> None:
-    head = head[:65536]
-    ctrl = sum(head.count(bytes([b])) for b in range(32) if b not in (9, 10, 13, 27))
-    if ctrl * 20 > len(head):
-        raise InputError(f"{origin}: binary data ({ctrl} control bytes in the first {len(head)}), not a text log")
+    """The same gate as the whole-input path (intake.sniff): only input that is not text at all is refused."""
+    from logdoctor.intake import sniff
+    sniff(head, origin, partial=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -361,20 +360,7 @@ def fix(text: str, path: str, d: Diagnosis) -> Change:
 
 
 def write_atomic(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
-    """Write via a temporary file in the same folder + rename: a reader sees the old file or the new one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write via a temporary file in the same folder + rename: a reader sees the old file or the new one
+    (logdoctor/atomic.py; a full disk or a missing folder is one line, exit 2, the target unchanged)."""
+    from logdoctor.atomic import write_text
+    write_text(path, text, mode=mode)

@@ -14,6 +14,6 @@ FORMATTED=(
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
 )
-"$PY" -m ruff check logdoctor tests bench scripts
+"$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"
 "$PY" -m mypy

@@ -1,4 +1,5 @@
-"""Bad input never gives a traceback: one clear line on stderr and exit code 2 (design.md), through the real CLI."""
+"""Bad input never gives a traceback: one clear line on stderr and exit code 2 (design.md), through the real CLI.
+Damage a log survives (NUL bytes, over-long lines, truncated archives, UTF-16) is in test_reliability.py."""
 from __future__ import annotations
 
 import bz2
@@ -46,18 +47,6 @@ def test_binary_junk():
     assert_one_line_error(rc, err, needle="binary")
 
 
-def test_nul_bytes():
-    rc, out, err = run(["explain"], b"hello\nworld\x00\x00\n")
-    assert_one_line_error(rc, err, needle="NUL byte at line 2")
-
-
-def test_huge_line(tmp_path):
-    f = tmp_path / "huge.log"
-    f.write_bytes(b"ok line\n" + b"x" * (50 * 1024 * 1024) + b"\n")
-    rc, out, err = run(["explain", str(f)])
-    assert_one_line_error(rc, err, needle="line 2 is 52.4 MB long")
-
-
 def test_invalid_utf8_is_decoded_with_replacement_and_counted():
     data = GOOD.replace(b"Qwen3-32B", b"Qwen3\xff\xfe-32B", 1)
     rc, out, err = run(["explain", "--stats"], data)
@@ -73,13 +62,6 @@ def test_compressed_by_content_not_name(tmp_path, comp):
     rc, out, err = run(["timeline", str(f)])
     assert rc == 0, err
     assert "sglang" in out
-
-
-def test_corrupt_gzip(tmp_path):
-    f = tmp_path / "x.log.gz"
-    f.write_bytes(gzip.compress(GOOD)[:200])
-    rc, out, err = run(["explain", str(f)])
-    assert_one_line_error(rc, err, needle="corrupt or truncated gzip")
 
 
 def test_missing_file():

@@ -10,7 +10,19 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[1] / "logdoctor"
 
 LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it
-    ("vocab", "errors", "records", "diagnosis", "extras", "progress", "evidence", "rxcache"),
+    (
+        "vocab",
+        "errors",
+        "records",
+        "diagnosis",
+        "extras",
+        "progress",
+        "evidence",
+        "limits",
+        "intake",
+        "atomic",
+        "rxcache",
+    ),
     ("formats", "sources", "engines", "read", "stream", "blocks", "corpus", "history", "hints"),
     ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),
     ("matching", "classify", "unitfile"),

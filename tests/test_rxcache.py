@@ -1,8 +1,7 @@
 """The compiled-regex cache (logdoctor/rxcache.py) gives the very pattern `re.compile` gives, cold and warm, for every
-regex the package compiles, and falls back to `re.compile` on a damaged file or another interpreter's file."""
+regex the package compiles, and falls back to `re.compile` on a damaged, foreign or other-interpreter file."""
 from __future__ import annotations
 
-import marshal
 import re
 import subprocess
 import sys
@@ -35,7 +34,7 @@ def test_cold_and_warm_equal_re_compile(fresh, monkeypatch):
     assert len(pats) > 50
     cold = [rxcache.compile(p, f) for p, f in pats]
     rxcache._save()
-    assert (fresh / "regex.marshal").exists()
+    assert (fresh / "regex.bin").exists() and (fresh / "regex.bin").stat().st_mode & 0o777 == 0o600
     monkeypatch.setattr(rxcache, "_table", None)
     monkeypatch.setattr(rxcache, "_added", False)
     warm = [rxcache.compile(p, f) for p, f in pats]
@@ -52,15 +51,34 @@ def test_bad_pattern_raises_like_re(fresh):
 
 
 def test_damaged_or_foreign_file_falls_back(fresh, monkeypatch):
-    (fresh / "regex.marshal").write_bytes(b"\x00garbage")
+    f = fresh / "regex.bin"
+    f.write_bytes(b"\x00garbage")
+    f.chmod(0o600)
     assert rxcache.compile(r"\d+x") == re.compile(r"\d+x")
-    # an entry written by another interpreter (other key) is ignored, not trusted
-    (fresh / "regex.marshal").write_bytes(marshal.dumps(("other", {(r"\d+x", 0): (0, b"\x01\x00\x00\x00", 0, {}, ())})))
+    # a good file from another interpreter (other key) is ignored, not trusted
+    monkeypatch.setattr(rxcache, "_table", {(r"\d+x", 0): rxcache._program(r"\d+x", 0)})
+    good = rxcache._encode(rxcache._table)
+    monkeypatch.setattr(rxcache, "_KEY", "another interpreter")
     monkeypatch.setattr(rxcache, "_table", None)
-    assert rxcache.compile(r"\d+x").match("12x")
-    # a damaged entry under the right key is dropped and the pattern compiled as usual
+    f.write_bytes(good)
+    assert rxcache._load() == {}
+    monkeypatch.undo()
+    monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(fresh))
+    # the same file, ours: read; made writable by others: ignored
+    monkeypatch.setattr(rxcache, "_table", None)
+    assert (r"\d+x", 0) in rxcache._load()
+    f.chmod(0o622)
+    monkeypatch.setattr(rxcache, "_table", None)
+    assert rxcache._load() == {}
+    # cut: refused whole
+    f.chmod(0o600)
+    f.write_bytes(good[:-3])
+    monkeypatch.setattr(rxcache, "_table", None)
+    assert rxcache._load() == {}
+    # a damaged program under the right key is dropped and the pattern compiled as usual
     monkeypatch.setattr(rxcache, "_table", {(r"\d+y", 0): (0, b"\x3f\x42\x0f\x00", 0, {}, ())})
     assert rxcache.compile(r"\d+y") == re.compile(r"\d+y")
+    assert (r"\d+y", 0) not in rxcache._table or rxcache._build(r"\d+y", rxcache._table[(r"\d+y", 0)]) == re.compile(r"\d+y")
 
 
 def test_explain_writes_then_uses_the_cache(tmp_path):
@@ -68,7 +86,7 @@ def test_explain_writes_then_uses_the_cache(tmp_path):
     env = {"LOGDOCTOR_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     cmd = [sys.executable, "-m", "logdoctor", "explain", "--no-history", "--format", "json", str(fixture)]
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-    assert (tmp_path / "regex.marshal").stat().st_size > 0
+    assert (tmp_path / "regex.bin").stat().st_size > 0
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     off = subprocess.run(cmd, capture_output=True, text=True, env={**env, "LOGDOCTOR_NO_RXCACHE": "1"}, cwd=ROOT)
     assert first.returncode == second.returncode == off.returncode

@@ -32,7 +32,7 @@ def _key(r):
 
 def test_cached_rules_equal_parsed_rules(cache_dir):
     first = load_rules(())                      # builds the cache
-    assert len(list(cache_dir.glob("rules-*.pickle"))) == 1
+    assert len(list(cache_dir.glob("rules-*.json"))) == 1
     second = load_rules(())                     # reads it
     parsed = [load_rule_file(p) for p in cache.rule_files(bundled_rules_dir())]
     assert [_key(r) for r in second] == [_key(r) for r in first] == [_key(r) for r in parsed]
@@ -49,7 +49,7 @@ def test_a_changed_rule_rebuilds_and_a_damaged_cache_is_rebuilt(cache_dir, tmp_p
                     re.sub(r"(?m)^title:.*$", "title: edited title", path.read_text()))
     after = {r.id: r for r in load_rules((str(user),))}[rid]
     assert after.title == "edited title"
-    for p in cache_dir.glob("rules-*.pickle"):
+    for p in cache_dir.glob("rules-*.json"):
         p.write_bytes(b"\x80\x04garbage")
     again = {r.id: r for r in load_rules((str(user),))}[rid]
     assert again.title == "edited title"
@@ -138,7 +138,7 @@ def test_model_copy_equals_the_json_and_survives_damage(cache_dir):
     from logdoctor.classify.runtime import DEFAULT_PATH
     want = json.loads(DEFAULT_PATH.read_text())
     assert cache.cached_json(DEFAULT_PATH) == want           # first: parsed, copy written
-    copies = list(cache_dir.glob("json-*.marshal"))
+    copies = list(cache_dir.glob("json-*.bin"))
     assert len(copies) == 1
     assert cache.cached_json(DEFAULT_PATH) == want           # then: from the copy
     copies[0].write_bytes(b"\x00broken")

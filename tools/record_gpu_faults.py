@@ -1032,12 +1032,13 @@ print("platform:", platform.platform())
 """
 
 
-def _sh(cmd, timeout=60):
+def _sh(args, timeout=60):
+    """Run a command (an argument list, no shell) and return stdout + stderr, or a note saying why it failed."""
     try:
-        r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         return (r.stdout + r.stderr).rstrip("\n")
     except Exception as e:  # noqa: BLE001
-        return f"<{cmd!r} failed: {e}>"
+        return f"<{' '.join(args)!r} failed: {e}>"
 
 
 def write_versions(path):
@@ -1046,10 +1047,10 @@ def write_versions(path):
         lines = [(r.stdout + r.stderr).rstrip("\n")]
     except Exception as e:  # noqa: BLE001
         lines = [f"<versions snippet failed: {e}>"]
-    lines.append("nvidia-smi: " + _sh("nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id,"
-                                      "vbios_version --format=csv,noheader"))
-    lines.append(_sh("nvidia-smi | head -n 4 | tail -n 2"))
-    lines.append("kernel: " + _sh("uname -r"))
+    lines.append("nvidia-smi: " + _sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,"
+                                       "pci.bus_id,vbios_version", "--format=csv,noheader"]))
+    lines.append("\n".join(_sh(["nvidia-smi"]).splitlines()[2:4]))   # the driver / CUDA version banner
+    lines.append("kernel: " + _sh(["uname", "-r"]))
     text = "\n".join(lines) + "\n"
     with open(path, "w") as f:
         f.write(text)
@@ -1057,7 +1058,7 @@ def write_versions(path):
 
 
 def _gpu_mem_used_mib():
-    out = _sh("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits")
+    out = _sh(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"])
     try:
         return max(int(x.strip()) for x in out.splitlines() if x.strip())
     except ValueError:
@@ -1093,7 +1094,7 @@ def _pack(out_dir, tar_path):
 def run_all(out_dir, scenarios, timeout, tar_path=None):
     os.makedirs(out_dir, exist_ok=True)
     print(write_versions(os.path.join(out_dir, "versions.txt")), flush=True)
-    dmesg_before = _sh("dmesg 2>&1").splitlines()
+    dmesg_before = _sh(["dmesg"]).splitlines()
     results = {}
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8", NCCL_NVLS_ENABLE="0",
                TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
@@ -1125,7 +1126,7 @@ def run_all(out_dir, scenarios, timeout, tar_path=None):
             for line in f:
                 if any(k in line for k in KEY_WORDS):
                     print("    " + line.rstrip("\n")[:300], flush=True)
-    dmesg_after = _sh("dmesg 2>&1").splitlines()
+    dmesg_after = _sh(["dmesg"]).splitlines()
     new = dmesg_after[len(dmesg_before):] if dmesg_after[:len(dmesg_before)] == dmesg_before else dmesg_after
     with open(os.path.join(out_dir, "dmesg.txt"), "w") as f:
         f.write("# dmesg lines that appeared during the run\n")

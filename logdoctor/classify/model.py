@@ -18,11 +18,10 @@ coefficient matrix), temperature, threshold, threshold_criterion, training (case
 """
 from __future__ import annotations
 
+import json
 import math
 import zlib
 from pathlib import Path
-
-from logdoctor.classify.packed import weights
 
 FORMAT = "logdoctor.classifier/v1"
 
@@ -81,7 +80,7 @@ class Model:
         self.n_buckets = int(data["n_buckets"])
         self.classes: list[str] = list(data["classes"])
         self.intercepts: list[float] = [float(v) for v in data["intercepts"]]
-        self.weights = weights(data, len(self.classes))  # "coef" may come packed (classify/packed.py)
+        self.weights: dict[int, list[float]] = dict(zip(data["buckets"], data["coef"]))
         self.temperature = float(data.get("temperature", 1.0))
         self.threshold = float(data.get("threshold", 0.5))
         self.feature_version = int(data["feature_version"])
@@ -90,7 +89,6 @@ class Model:
 
     @classmethod
     def load(cls, path) -> Model:
-        import json  # explain loads the model through its marshal copy (classify/runtime.py), not here
         return cls(json.loads(Path(path).read_text(encoding="utf-8")))
 
     def logits(self, tokens) -> list[float]:

@@ -104,7 +104,7 @@ class Classifier:
                 try:
                     if evaluate(p, ctx, r.compiled) is not None:
                         n += 1
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001, S110 - a rule that cannot evaluate here adds no evidence
                     pass
             return n
 
@@ -248,9 +248,8 @@ def _evidence(a) -> list[tuple[int, str]]:
 
 @lru_cache(maxsize=4)
 def _load(path: str, mtime: float):
-    from logdoctor.classify.packed import pack
-    from logdoctor.matching.cache import cached_json  # a marshal copy keyed by content: no 0.5 MB JSON parse
-    data = cached_json(path, pack=pack, tag="model")
+    from logdoctor.matching.cache import cached_json  # a binary copy keyed by content: no 0.5 MB JSON parse
+    data = cached_json(path)
     assert isinstance(data, dict), f"{path}: not a model"
     model = Model(data)
     if model.feature_version != FEATURE_VERSION:

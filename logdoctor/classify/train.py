@@ -338,5 +338,6 @@ def train(dirs, out: str | Path) -> Fitted:
     fitted = fit(examples)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dumps(fitted.data), encoding="utf-8")
+    from logdoctor.atomic import write_text
+    write_text(out, dumps(fitted.data))
     return fitted

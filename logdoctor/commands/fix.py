@@ -57,10 +57,17 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, history_path, no_history):
         from logdoctor.crossattempt import diagnose_with_history
         with store:
             d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
+        from logdoctor.commands.history import emit_warnings
+        emit_warnings(store)
     if not d.failed:
         click.echo("logdoctor: the log shows no failure: nothing to fix", err=True)
         sys.exit(0)
-    change = fix(text, str(path), d)
+    try:
+        change = fix(text, str(path), d)
+    except InputError as e:   # nothing to edit, but the verdict is known: say what to change by hand
+        from logdoctor.remedy import render_fix
+        by_hand = f"; the change to make by hand: {render_fix(d.fixes[0])}" if d.fixes else ""
+        raise InputError(f"{unit_file}: {e}{by_hand}") from None
     if out:
         if out == "-":
             click.echo(change.text, nl=False)

@@ -27,6 +27,12 @@ def open_from_options(history_path, no_history):
     return open_history(history_path, no_history)
 
 
+def emit_warnings(store) -> None:
+    """What the store could not do (read-only, locked past the timeout, a full disk): the verdict stands."""
+    from logdoctor.run import emit_store_warnings
+    emit_store_warnings(store)
+
+
 def _fix_text(fix) -> str:
     if not fix:
         return ""

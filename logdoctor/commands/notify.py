@@ -48,6 +48,8 @@ def notify_cmd(unit, journal_file, journal_dir, lines, export, history_path, no_
         from logdoctor.crossattempt import diagnose_with_history
         with store:
             d = diagnose_with_history(tl, res, rules, classifier=load_default(), history=store, unit=unit)
+        from logdoctor.commands.history import emit_warnings
+        emit_warnings(store)
     fields = verdict_fields(d, unit)
     if export is None and journald_available():
         send(fields)

@@ -177,15 +177,16 @@ def test_cmd(directory, verbose):
                    "the rule and diagnosis JSON Schemas (logdoctor/schemas, docs copy)")
 def docs_cmd(out, write_all):
     """Write the rule catalogue (markdown) generated from rule metadata."""
+    from logdoctor.atomic import write_text
     if write_all:
         from logdoctor.matching.docgen import generated_files
         for path, make in generated_files(bundled_rules_dir().parent).items():
-            path.write_text(make(), encoding="utf-8")
+            write_text(path, make())
             click.echo(f"wrote {path}")
         return
     from logdoctor.matching.docgen import catalogue_markdown
     text = catalogue_markdown(load_rules(()))
     if out:
-        Path(out).write_text(text)
+        write_text(out, text)
     else:
         click.echo(text, nl=False)

@@ -42,7 +42,8 @@ def train_cmd(case_dirs, out):
         raise UsageError(str(exc)) from None
     path.parent.mkdir(parents=True, exist_ok=True)
     text = tr.dumps(fitted.data)
-    path.write_text(text, encoding="utf-8")
+    from logdoctor.atomic import write_text
+    write_text(path, text)
     d = fitted.data
     t = d["training"]
     o = t["oof"]

@@ -87,8 +87,8 @@ def triage_cmd(paths, fmt, out, jobs, scheduler, year, since, until, hosts, caus
 
 
 def _write(text: str, out: str | None) -> None:
-    if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+    if out:   # atomically: an interrupted run leaves the previous report whole (docs/reliability.md)
+        from logdoctor.atomic import write_text
+        write_text(out, text)
     else:
         click.echo(text, nl=False)

@@ -62,6 +62,8 @@ def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engin
         clear()
         if store is not None:
             store.close()
+            from logdoctor.commands.history import emit_warnings
+            emit_warnings(store)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         sys.exit(result.exit_code)

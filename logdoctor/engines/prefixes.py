@@ -37,17 +37,19 @@ _SGL = rxcache.compile(
          r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
 # "(Tag k=v ...) ": the text up to the first ")" (linear: the class has no ")" and nothing nests), then
 # _tag_ok checks what the former nested pattern [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* accepted, which backtracked
-# exponentially on "(a_a_a_...!" (issue 11)
-_VTAG = rxcache.compile(r"^\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
+# exponentially on "(a_a_a_...!" (issue 11; found independently by fuzz/run.py prefix, issue 14). Matched at a
+# position (no ^), so nested tags are peeled without copying the rest of the line each time.
+_VTAG = rxcache.compile(r"\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
+_MAX_VTAGS = 8   # vLLM nests at most three, (APIServer) (EngineCore_0) (VllmWorker TP0); more is not a prefix
 _VLVL = rxcache.compile(
-         r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
-         r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
+    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
+    r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
 _TORCH = rxcache.compile(r"^\[rank(?P<rank>\d+)\]: ?")
 _TGI = rxcache.compile(
-         r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) "
-         r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?")
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) "
+    r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?")
 _LMD = rxcache.compile(
-         r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
 _TRT = rxcache.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?: ?\[(?P<rank>RANK \d+)\])? ?"
                        r"(?:\[(?P<level>[A-Z]+|[IWEDV])\] ?)?")
 _UVI = rxcache.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+")
@@ -132,14 +134,16 @@ def _vllm(p: Prefix) -> None:
     """Peel nested (Tag ...) groups; the innermost names the writing process."""
     rest = p.body
     tags: list[str] = []
-    while rest.startswith("("):
-        m = _VTAG.match(rest)
+    pos = 0
+    while rest.startswith("(", pos) and len(tags) < _MAX_VTAGS:
+        m = _VTAG.match(rest, pos)
         if not m or not _tag_ok(m.group("tag")):
             break
         tags.append(m.group("tag"))
-        rest = rest[m.end():]
+        pos = m.end()
     if not tags:
         return
+    rest = rest[pos:]
     p.engine = "vllm"
     inner = tags[-1]
     parts = inner.split()

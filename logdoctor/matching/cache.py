@@ -1,5 +1,9 @@
-"""Compiled rule cache: a folder of YAML rules is parsed once and kept as a pickle keyed by the folder's content
-hash, so `explain` does not parse 112 YAML files per run.
+"""Compiled rule cache: a folder of YAML rules is parsed once and kept as JSON keyed by the folder's content hash,
+so `explain` does not parse 112 YAML files per run.
+
+The cache is data, never code (docs/reliability.md): JSON whose only objects are the loader's own dataclasses, named
+in an allow-list, and tuples; no pickle, whose load runs whatever the file says. A cache file that another user
+could have written (not ours, or group/world-writable) is not read.
 
 The key hashes every rule file's relative path and bytes (plus the logdoctor version and this format's number), so
 an edited, added or removed rule — bundled or from --rules DIR / $LOGDOCTOR_RULES_PATH — gives a new key and the
@@ -9,11 +13,11 @@ Only the non-strict (explain) path uses it: `rules lint`/`rules test` always par
 """
 from __future__ import annotations
 
+import dataclasses
 import os
-import pickle
 from pathlib import Path
 
-FORMAT = 3  # 3: Rule.tier replaced Rule.priority (an older pickle would lack it)
+FORMAT = 4  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle
 _KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
 
 
@@ -94,18 +98,17 @@ def load_dir(d: Path, build) -> list:
         key = known_key(d, files)
     except OSError:
         return build(files)     # an unreadable file: let the loader name it
-    path = cache_dir() / f"rules-{key}.pickle"
+    path = cache_dir() / f"rules-{key}.json"
     from logdoctor.matching import prefilter
     try:
-        with open(path, "rb") as fh:
-            entry = pickle.load(fh)
+        entry = _decode(_read_own(path))
         rules, reqs = entry["rules"], entry["requirements"]
         if isinstance(rules, list) and len(rules) == len(files) and isinstance(reqs, dict):
             prefilter.seed(reqs, entry.get("words"))
             return rules
     except FileNotFoundError:
         pass
-    except Exception:  # noqa: BLE001 - a damaged entry (truncated, other Python, stale class) is rebuilt
+    except Exception:  # noqa: BLE001, S110 - a damaged entry (cut, other version, unknown class) is rebuilt
         pass
     rules = build(files)
     # each regex's required literal words (the prefilter's index), so a run never parses a pattern to learn them
@@ -115,45 +118,158 @@ def load_dir(d: Path, build) -> list:
 
 
 def _store(path: Path, entry: dict) -> None:
+    import json
+    try:
+        text = json.dumps(_encode(entry), separators=(",", ":"))
+    except (TypeError, ValueError):
+        return  # a value JSON cannot hold (a YAML date in a user rule): parse every run rather than guess
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(entry, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-        old = sorted(path.parent.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+        from logdoctor.atomic import write_text
+        write_text(path, text, mode=0o600)
+        old = sorted(path.parent.glob("rules-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for p in old[_KEEP:]:
             p.unlink(missing_ok=True)
     except OSError:
         pass    # read-only home, full disk: the next run parses again
 
 
-def cached_json(path, pack=None, tag: str = "json") -> object:
-    """A JSON file (the classifier model: 0.5 MB, ~10-18 ms to parse) through a marshal copy keyed by the file's
-    content hash in the same cache folder (under 1 ms to load); any problem with the copy means parsing the JSON.
-    `pack` turns the parsed value into the form kept (and returned); `tag` names the copy ("json-", "model-")."""
-    import marshal
+def _read_own(path: Path) -> bytes:
+    """The bytes of a cache file only if this user wrote it: owned by us and writable by no one else (as ssh treats
+    its keys); anything else is treated as absent and rebuilt."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise PermissionError(f"{path}: not this user's cache file")
+        return fh.read()
+
+
+def _classes() -> dict[str, type]:
+    from logdoctor.matching import loader
+    return {c.__name__: c for c in vars(loader).values()
+            if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == loader.__name__}
+
+
+def _encode(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {"__dc__": type(obj).__name__}
+        for f in dataclasses.fields(obj):
+            if f.name != "compiled":           # compiled regexes: rebuilt lazily on first use
+                out[f.name] = _encode(getattr(obj, f.name))
+        return out
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_encode(x) for x in obj]}
+    if isinstance(obj, (set, frozenset)):
+        return {"__frozenset__": sorted(_encode(x) for x in obj)}
+    if isinstance(obj, list):
+        return [_encode(x) for x in obj]
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj) or {"__dc__", "__tuple__", "__frozenset__"} & obj.keys():
+            raise TypeError("a mapping JSON cannot hold unambiguously")
+        return {k: _encode(v) for k, v in obj.items()}
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise TypeError(f"cannot cache a {type(obj).__name__}")
+
+
+def _decode(data: bytes):
+    import json
+    classes = _classes()
+
+    def hook(d: dict):
+        if "__tuple__" in d and len(d) == 1:
+            return tuple(d["__tuple__"])
+        if "__frozenset__" in d and len(d) == 1:
+            return frozenset(d["__frozenset__"])
+        name = d.get("__dc__")
+        if name is None:
+            return d
+        cls = classes[name]                    # an unknown name: a damaged or foreign entry, rebuilt
+        return cls(**{k: v for k, v in d.items() if k != "__dc__"})
+    return json.loads(data, object_hook=hook)
+
+
+def cached_json(path) -> object:
+    """A JSON file (the classifier model: 0.5 MB, ~10-18 ms to parse) through a binary copy keyed by the file's
+    content hash in the same cache folder (about 1 ms to load); any problem with the copy means parsing the JSON.
+
+    The copy is data only (docs/reliability.md): a small JSON header plus the big numeric tables as raw machine
+    doubles/integers (array.frombytes), checked against the shapes the header declares; never marshal or pickle,
+    which would build whatever objects a tampered file describes."""
+    import json
     data = Path(path).read_bytes()
     key = _blake2b(data).hexdigest()
-    cpath = cache_dir() / f"{tag}-{key}.marshal"
+    cpath = cache_dir() / f"json-{key}.bin"
     try:
-        with open(cpath, "rb") as fh:
-            return marshal.load(fh)
+        return _unpack(_read_own(cpath))
     except FileNotFoundError:
         pass
-    except Exception:  # noqa: BLE001 - a damaged copy is rebuilt
+    except Exception:  # noqa: BLE001, S110 - a damaged or foreign copy is rebuilt
         pass
-    import json  # only on a miss: the copy is read without it
-
     value = json.loads(data)
-    if pack is not None:
-        value = pack(value)
     try:
+        packed = _pack(value)
         cpath.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cpath.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            marshal.dump(value, fh)
-        os.replace(tmp, cpath)
-    except (OSError, ValueError):
+        from logdoctor.atomic import write_bytes
+        write_bytes(cpath, packed, mode=0o600)
+    except (OSError, ValueError, TypeError):
         pass
     return value
+
+
+_MAGIC = b"LDCACHE1"
+
+
+def _table(v) -> str | None:
+    """'d' for a non-empty list of equal-length rows of floats, 'q' for a flat list of ints, else None."""
+    if isinstance(v, list) and v and all(isinstance(r, list) for r in v):
+        width = len(v[0])
+        if width and all(len(r) == width and all(type(x) is float for x in r) for r in v):
+            return "d"
+    if isinstance(v, list) and v and all(type(x) is int for x in v):
+        return "q"
+    return None
+
+
+def _pack(value) -> bytes:
+    import array
+    import json
+    if not isinstance(value, dict):
+        raise TypeError("only a JSON object is packed")
+    head: dict = {"plain": {}, "tables": []}
+    blobs: list[bytes] = []
+    for k, v in value.items():
+        kind = _table(v)
+        if kind is None:
+            head["plain"][k] = v
+            continue
+        flat = [x for r in v for x in r] if kind == "d" else v
+        blob = array.array(kind, flat).tobytes()
+        head["tables"].append({"key": k, "kind": kind, "rows": len(v), "width": len(v[0]) if kind == "d" else 0,
+                               "bytes": len(blob)})
+        blobs.append(blob)
+    h = json.dumps(head, separators=(",", ":")).encode()
+    return _MAGIC + len(h).to_bytes(8, "little") + h + b"".join(blobs)
+
+
+def _unpack(raw: bytes) -> dict:
+    import array
+    import json
+    if not raw.startswith(_MAGIC):
+        raise ValueError("not a cache copy")
+    n = int.from_bytes(raw[8:16], "little")
+    head = json.loads(raw[16:16 + n])
+    out = dict(head["plain"])
+    pos = 16 + n
+    for t in head["tables"]:
+        a = array.array(t["kind"])
+        a.frombytes(raw[pos:pos + t["bytes"]])
+        pos += t["bytes"]
+        rows, width = t["rows"], t["width"]
+        if (t["kind"] == "d" and len(a) != rows * width) or (t["kind"] == "q" and len(a) != rows):
+            raise ValueError("a table does not have its declared shape")
+        flat = a.tolist()
+        out[t["key"]] = [flat[i * width:(i + 1) * width] for i in range(rows)] if t["kind"] == "d" else flat
+    if pos != len(raw):
+        raise ValueError("trailing bytes")
+    return out

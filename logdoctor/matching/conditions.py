@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from logdoctor import decisive, rxcache
 from logdoctor.blocks import Block
+from logdoctor.limits import MATCH_CAP
 from logdoctor.matching.prefilter import can_match, for_context
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline
@@ -124,7 +125,7 @@ def _search_lines(pats, lines, compiled, limit=3):
         rx = _rx(p, compiled)
         found = False
         for ln, text in lines:
-            m = rx.search(text)
+            m = rx.search(text, 0, MATCH_CAP)   # the cap bounds a near-miss line's cost (docs/reliability.md)
             if m:
                 hit.evidence.append((ln, text))
                 for k, v in m.groupdict().items():

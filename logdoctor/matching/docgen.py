@@ -240,6 +240,18 @@ def diagnosis_schema() -> dict[str, Any]:
                     "start_seen": {"type": "boolean"},
                     "cut": {**nullable_str, "description": "where the window ends early, e.g. 'inside a traceback'"},
                     "prefix": {**nullable_str, "description": "a line prefix most lines share that no parser knows"},
+                    "damage": {
+                        "description": "what was repaired on the way in (docs/reliability.md)",
+                        "type": "object",
+                        "properties": {
+                            **{
+                                k: {"type": "integer", "minimum": 0}
+                                for k in ("unparsed", "bad_bytes", "nul_bytes", "cut_lines", "cut_bytes", "long_lines")
+                            },
+                            "encoding": {"type": "string"},
+                            "stopped": nullable_str,
+                        },
+                    },
                 },
             },
             "notes": {"type": "array", "items": {"type": "string"}},

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logdoctor.errors import InstallError, RuleError
+from logdoctor.limits import RULE_FILE_CAP, human
 from logdoctor.matching.conditions import LEAVES as _REGISTRY
 from logdoctor.vocab import CAUSES, OPS, TIER_NAMES
 from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
@@ -119,12 +120,16 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
 def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > RULE_FILE_CAP:   # rule folders come from other teams: data of bounded size, never code
+            raise RuleError(f"{path}: rule file is {size} bytes (limit {human(RULE_FILE_CAP)}); a rule is a few KiB"
+                            " of YAML")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: cannot read rule file ({exc})") from None
     import yaml  # here, not at import: explain loads rules from the compiled cache (matching/cache.py)
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - the (C)SafeLoader: rule files are data only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

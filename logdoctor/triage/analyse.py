@@ -159,7 +159,7 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     config_id = None
     if a.config.known:
         key = json.dumps([d.engine, str(model), cfg], sort_keys=True, default=str)
-        config_id = "cfg-" + hashlib.sha1(key.encode()).hexdigest()[:8]
+        config_id = "cfg-" + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:8]
     return {
         "source": meta["source"], "member": meta.get("member"), "host": host[0][0] if host else meta.get("host"),
         "unit": unit, "engine": d.engine, "engine_version": d.engine_version, "attempt": index + 1,

@@ -105,7 +105,12 @@ def to_parquet(df, path) -> None:
         raise UsageError("--format parquet needs pyarrow: pip install 'logdoctor[parquet]'") from None
     d = df.copy()
     d.attrs = {}
-    d.to_parquet(path, index=False)
+    import io
+
+    from logdoctor.atomic import write_bytes
+    buf = io.BytesIO()
+    d.to_parquet(buf, index=False)
+    write_bytes(path, buf.getvalue())   # atomically, like every file logdoctor writes
 
 
 # --- markdown --------------------------------------------------------------------------------------------------

@@ -53,4 +53,4 @@ def engine_frames(block) -> list[str]:
 def signature(cause: str | None, rule: str | None, template: str, frames: list[str]) -> str:
     """A short stable id: cause + 8 hex of the hash of (rule, template, frames)."""
     key = "\x1f".join([cause or "unknown", rule or "-", template, "|".join(frames)])
-    return f"{cause or 'unknown'}:{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    return f"{cause or 'unknown'}:{hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:8]}"

@@ -1,0 +1,168 @@
+"""Fuzz targets shared by the atheris harness (fuzz/run.py) and the hypothesis suite (tests/test_fuzz_properties.py).
+
+Each target takes raw bytes, drives one stage of logdoctor the way a user's input reaches it, and asserts the
+stage's invariants (docs/reliability.md): no unhandled exception (an InputError, the documented refusal, is fine
+where the CLI would print it), every line accounted for (read == parsed + unparsed), and JSON that validates.
+Keep each target cheap: the harness runs it a million times.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from logdoctor.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _check_stats(res) -> None:
+    st = res.stats
+    assert st.read == st.parsed + st.unparsed, st
+    assert 0 <= st.skipped <= st.parsed, st
+    for r in res.records:
+        assert r.line >= 1, r
+
+
+def target_read(data: bytes) -> None:
+    """bytes → (compression sniffing, refusal gate, repair) → records."""
+    from logdoctor.read import check_bytes, read_bytes
+    from logdoctor.sources.files import from_bytes
+    try:
+        raw = from_bytes(data, "<fuzz>")
+        check_bytes(bytes(raw.data), raw.origin)
+    except InputError as exc:
+        assert "\n" not in str(exc), exc      # the refusal is one line
+        return
+    res = read_bytes(bytes(raw.data), raw.origin, damage=raw.damage)
+    _check_stats(res)
+
+
+def target_formats(data: bytes) -> None:
+    """Text lines → outer-format recognition (journal short/iso/json/export, docker, compose, raw) + engine detection."""
+    from logdoctor.engines.detect import detect
+    from logdoctor.formats import journal_export
+    from logdoctor.read import read_lines
+    lines = _text(data).split("\n")
+    res = read_lines(lines, "<fuzz>")
+    assert res.stats.read == len(lines)
+    _check_stats(res)
+    covered = {r.line for r in res.records} | {u.line for u in res.unparsed}
+    assert covered == set(range(1, len(lines) + 1)), covered
+    engine, _version = detect(res.records)
+    assert isinstance(engine, str)
+    entries, bad = journal_export.parse_export(data)
+    assert all(e.first_line >= 1 for e in entries)
+
+
+def target_prefix(data: bytes) -> None:
+    """One message → engine prefix split (SGLang [time TPn], vLLM (Worker_TPn pid=) LEVEL ..., torch ranks)."""
+    from logdoctor.engines.prefixes import split_prefix
+    msg = _text(data).replace("\n", " ")
+    p = split_prefix(msg)
+    assert isinstance(p.body, str)
+    assert len(p.body) <= len(msg), (p.body, msg)
+
+
+def target_config(data: bytes) -> None:
+    """The config-dump grammars: SGLang server_args, vLLM non-default args / Namespace / engine config, command lines."""
+    from logdoctor.engines import config_dump as cd
+    text = _text(data)
+    for parse in (cd.parse_server_args, cd.parse_py_dict, cd.parse_namespace, cd.parse_vllm_engine_config):
+        dump = parse(text)
+        assert isinstance(dump.values, dict)
+    try:
+        cd.parse_literal(text)
+    except ValueError:
+        pass
+    cl = cd.parse_command_line(text)
+    assert isinstance(cl.args, dict)
+
+
+@lru_cache(maxsize=1)
+def _rules():
+    from logdoctor.matching.loader import load_rules
+    return load_rules(())
+
+
+@lru_cache(maxsize=1)
+def _schema_validator():
+    import jsonschema
+    schema = json.loads((ROOT / "logdoctor" / "schemas" / "diagnosis.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _seed_lines() -> list[str]:
+    """Real log lines to splice fuzz bytes into, so the rule and explain targets reach deep states."""
+    p = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"
+    return p.read_text(encoding="utf-8").split("\n") if p.exists() else []
+
+
+_SEED = _seed_lines()
+
+
+def _spliced(data: bytes) -> bytes:
+    """The first byte picks where the fuzz bytes go into a real failing log (or 0: the fuzz bytes alone)."""
+    if not data or not _SEED or data[0] % 4 == 0:
+        return data[1:]
+    at = data[0] % len(_SEED)
+    return "\n".join(_SEED[:at]).encode() + b"\n" + data[1:] + b"\n" + "\n".join(_SEED[at:]).encode()
+
+
+def target_rules(data: bytes) -> None:
+    """Timeline + every bundled rule evaluated over each failed attempt."""
+    from logdoctor.matching.conditions import Context
+    from logdoctor.matching.rank import candidates
+    from logdoctor.read import read_bytes
+    from logdoctor.timeline import build
+    res = read_bytes(_spliced(data), "<fuzz>")
+    tl = build(res.records)
+    for a in tl.attempts:
+        if a.failed:
+            for c in candidates(_rules(), Context.build(tl, a)):
+                assert c.rule.cause == c.cause or c.rule.id == "classifier"
+
+
+def target_explain(data: bytes) -> None:
+    """explain end to end (rules + classifier + fix plan) → JSON that validates against the schema."""
+    from logdoctor.api import diagnose
+    from logdoctor.classify.runtime import load_default
+    try:
+        d = diagnose(_spliced(data), loaded_rules=_rules(), classifier=load_default())
+    except InputError:
+        return
+    doc = d.to_dict()
+    json.dumps(doc)
+    errors = list(_schema_validator().iter_errors(doc))
+    assert not errors, errors[0].message
+    assert d.exit_code in (0, 1, 3)
+
+
+TARGETS = {
+    "read": target_read, "formats": target_formats, "prefix": target_prefix, "config": target_config,
+    "rules": target_rules, "explain": target_explain,
+}
+
+
+def seeds(limit: int = 200) -> list[bytes]:
+    """Seed inputs: heads and tails of the fixture journals, in every outer format we have."""
+    out: list[bytes] = []
+    root = ROOT / "fixtures" / "journals"
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.suffix in (".log", ".export", ".json", ".txt") and p.stat().st_size < 2_000_000:
+            b = p.read_bytes()
+            out += [b[:2048], b[-2048:]]
+        if len(out) >= limit:
+            break
+    return out
+
+
+if __name__ == "__main__":  # a smoke run of every target on the seeds: python fuzz/targets.py
+    for name, fn in TARGETS.items():
+        for s in seeds(40):
+            fn(s)
+        print(name, "ok")
