@@ -298,16 +298,27 @@ def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=Non
         if not entries:
             raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
         return read_entries(entries, origin)
+    from logdoctor import stream
+    stdin = None
     if source not in (None, "-"):
-        from logdoctor import stream
         if stream.wants_stream(str(source)):   # a big text file: chunked, bounded memory (stream.py)
             res = stream.read_file(str(source))
             _warn_ignored(res, str(source), since, boot)
             if lines:
                 res.records = [r for r in res.records if r.line > res.stats.read - lines]
             return res
+    else:   # a pipe: its first STREAM_MIN bytes decide, as a file's size does
+        import sys
+        fh = sys.stdin.buffer
+        head = fh.read(stream.STREAM_MIN)
+        if len(head) >= stream.STREAM_MIN and stream.head_streams(head[:8192]):
+            res = stream.read_stream(fh, "<stdin>", prefix=head)
+            if lines:
+                res.records = [r for r in res.records if r.line > res.stats.read - lines]
+            return res
+        stdin = _Prefixed(head, fh)
     from logdoctor.sources.files import read_source
-    raw = read_source(source)
+    raw = read_source(source, stdin=stdin)
     if raw.is_journal_file:
         from logdoctor.sources.journal import iter_journal_entries
         return read_entries(iter_journal_entries(files=[raw.origin], since=since, boot=boot, lines=lines), raw.origin)
@@ -316,6 +327,22 @@ def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=Non
     if lines:
         res.records = [r for r in res.records if r.line > res.stats.read - lines]
     return res
+
+
+class _Prefixed:
+    """A binary stream whose first bytes were already read (`head`): reads give them back first."""
+
+    def __init__(self, head: bytes, fh):
+        self.head, self.fh = head, fh
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            if n is None or n < 0:
+                out, self.head = self.head + self.fh.read(), b""
+                return out
+            out, self.head = self.head[:n], self.head[n:]
+            return out
+        return self.fh.read(n)
 
 
 def _warn_ignored(res: ReadResult, origin: str, since, boot) -> None:

@@ -26,6 +26,10 @@ STREAM_MIN = 8 << 20        # smaller files are read whole (the corpus, fixtures
 CHUNK = 4 << 20
 RING = 20000                # routine serving records kept (the most recent ones)
 HEAD_LINES = 600            # the reader's format detection looks at the first 600 lines
+# routine lines outside a serving stretch (no engine, or before "ready"): the first QUIET_HEAD are kept, then only
+# the most recent QUIET_RING — a 10-million-line log of another program must not hold every line (flat memory)
+QUIET_HEAD = 20000
+QUIET_RING = 100000
 _ROUTINE_LEVELS = frozenset((None, "INFO", "DEBUG", "TRACE", "I", "D", "V"))
 # lower-case words that make a line evidence wherever it is (errors, deaths, the GPU, the process, the unit)
 EVIDENCE = ("error", "exception", "traceback", "fail", "fatal", "warn", "kill", "abort", "oom", "out of memory",
@@ -35,7 +39,7 @@ EVIDENCE = ("error", "exception", "traceback", "fail", "fatal", "warn", "kill", 
             "memory", "file \"", "disconnect", "lost")
 
 
-_PLAIN, _MARK = 1, 2
+_PLAIN, _MARK, _QUIET = 1, 2, 3
 
 
 class _Index:
@@ -97,6 +101,8 @@ class Keep:
     def __init__(self, ring: int = RING):
         self.kept: list[tuple[int, Record]] = []
         self.ring: deque[tuple[int, Record]] = deque(maxlen=ring)
+        self.quiet_head = 0
+        self.quiet: deque[tuple[int, Record]] = deque(maxlen=QUIET_RING)
         self.seq = 0
         self.last: Record | None = None
         self.serving = False
@@ -118,6 +124,15 @@ class Keep:
         kind = self._routine(rec)
         if not kind:
             self.kept.append((self.seq, rec))
+            return
+        if kind == _QUIET:
+            if self.quiet_head < QUIET_HEAD:
+                self.quiet_head += 1
+                self.kept.append((self.seq, rec))
+                return
+            if len(self.quiet) == self.quiet.maxlen:
+                self.dropped += 1
+            self.quiet.append((self.seq, rec))
             return
         if len(self.ring) == self.ring.maxlen:
             self.dropped += 1
@@ -159,8 +174,10 @@ class Keep:
         if ready and not self.serving:
             self.serving = True          # the first "ready" of a stretch is kept (it is the attempt's ready line)
             return 0
-        if not self.serving or self.index.evidence(msg.lower()):
+        if self.index.evidence(msg.lower()):
             return 0
+        if not self.serving:
+            return 0 if mark else _QUIET    # outside serving: bounded only past QUIET_HEAD + QUIET_RING lines
         return _MARK if mark else _PLAIN
 
     def _end_stretch(self) -> None:
@@ -170,6 +187,9 @@ class Keep:
     def records(self) -> list[Record]:
         """Kept and ring records in input order."""
         self._save_mark()
+        if self.quiet:
+            self.kept.extend(self.quiet)
+            self.quiet.clear()
         self.kept.sort(key=lambda t: t[0])
         kept, ring = self.kept, list(self.ring)
         out: list[Record] = []
@@ -197,35 +217,50 @@ def wants_stream(path: str) -> bool:
     import stat
     if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN:
         return False
-    from logdoctor.formats import journal_export
-    from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
     with open(path, "rb") as fh:
-        head = fh.read(8192)
+        return head_streams(fh.read(8192))
+
+
+def head_streams(head: bytes) -> bool:
+    """Text this reader takes (not compressed, not a journal file or export, not UTF-16), judged by its head."""
+    from logdoctor.formats import journal_export
     from logdoctor.intake import detect_encoding
+    from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
     return sniff_compression(head[:8]) is None and not head.startswith(JOURNAL_MAGIC) \
         and not journal_export.looks_like_export(head) and detect_encoding(head) == "utf-8"   # UTF-16: whole path
 
 
 def read_file(path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK,
               ring: int = RING) -> ReadResult:
-    """The file at `path` → records, chunk by chunk; refuses junk with the same one-line errors as
-    `read.check_bytes` (checked per chunk, line numbers counted across chunks)."""
+    """The file at `path` → records, chunk by chunk (see read_stream)."""
+    with open(path, "rb") as fh:
+        return read_stream(fh, path, year=year, max_line=max_line, chunk=chunk, ring=ring)
+
+
+def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None, max_line: int | None = None,
+                chunk: int = CHUNK, ring: int = RING) -> ReadResult:
+    """A binary stream (a file, or stdin after `prefix` was read from it) → records, chunk by chunk; refuses junk
+    with the same one-line errors as `read.check_bytes` (checked per chunk, line numbers counted across chunks)."""
     from logdoctor import read as rd
     from logdoctor.intake import Damage, chunk_notes, repair_chunk
     from logdoctor.limits import LINE_CAP
     from logdoctor.progress import Progress, set_current
     max_line = max_line or LINE_CAP
     dmg = Damage()
-    origin = path
     prog = Progress(origin)
     state = {"lines": 0, "bad": 0, "text": False, "bytes": 0}
+
+    pending = [prefix] if prefix else []
+
+    def read(n: int) -> bytes:
+        return pending.pop() if pending else fh.read(n)
 
     def chunks():
         carry = b""
         first = True
-        with open(path, "rb") as fh:
+        if True:
             while True:
-                b = fh.read(chunk)
+                b = read(chunk)
                 if first and b:
                     _check_head(b, origin)
                     first = False
@@ -243,7 +278,7 @@ def read_file(path: str, *, year: int | None = None, max_line: int | None = None
                 if len(carry) > max_line:     # an over-long line across chunks: keep its head, read on to its end
                     size, line_head = len(carry), carry[:max_line]
                     while True:
-                        b = fh.read(chunk)
+                        b = read(chunk)
                         nl = b.find(b"\n")
                         size += len(b) if nl < 0 else nl
                         if not b or nl >= 0:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import logdoctor
-from logdoctor import crossattempt
+from logdoctor import crossattempt, timeline
 from logdoctor.classify import features
 from logdoctor.matching.schema import backtracking_risk
 
@@ -37,7 +37,15 @@ def _code_patterns() -> dict[str, tuple[re.Pattern, str]]:
                 collect(x, where, depth + 1)
         elif type(obj).__name__ == "Marker":
             pats.setdefault(obj.pattern, (obj.regex, where))
+        elif isinstance(getattr(obj, "pattern", None), str) and not isinstance(obj, type) \
+                and type(obj).__module__.startswith("logdoctor"):
+            pats.setdefault(obj.pattern, (re.compile(obj.pattern), where))   # a pattern compiled on first use
 
+    # tables of pattern strings compiled on first need (start-up, issue 11): checked as the regexes they become
+    for where, table in (("timeline.FRAME_PHASES", timeline.FRAME_PHASES), ("timeline.ERROR_PHASES",
+                         timeline.ERROR_PHASES), ("classify.features._FAMILIES", features._FAMILIES)):
+        for p, _ in table:
+            pats.setdefault(p, (re.compile(p), f"logdoctor.{where}"))
     for m in pkgutil.walk_packages(logdoctor.__path__, "logdoctor."):
         if any(m.name.endswith(s) for s in SKIP_MODULES):
             continue

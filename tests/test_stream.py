@@ -112,3 +112,36 @@ def test_cli_streams_a_big_file(tmp_path):
     assert want["cause"] and want["evidence"]
     for k in ("cause", "phase", "failed", "rule", "confidence", "evidence", "attempts", "fixes"):
         assert got[k] == want[k], k
+
+
+def test_cli_streams_a_big_pipe(tmp_path):
+    """`journalctl … | logdoctor explain` with more than STREAM_MIN bytes: stdin goes through the chunked reader
+    (its head decides, as a file's size does) and gives the file's verdict and line accounting."""
+    p = tmp_path / "big.log"
+    make_inputs.serving_then_kv(p, stream.STREAM_MIN + 200_000)
+    env = dict(os.environ, NO_COLOR="1")
+    cmd = [sys.executable, "-m", "logdoctor", "explain", "--no-history", "--stats", "--format", "json"]
+    with open(p, "rb") as fh:
+        piped = subprocess.run(cmd, stdin=fh, capture_output=True, cwd=ROOT, env=env, timeout=300)
+    byname = subprocess.run([*cmd, str(p)], capture_output=True, cwd=ROOT, env=env, timeout=300)
+    n = p.read_bytes().count(b"\n")
+    assert f"<stdin>: lines: read {n}, parsed {n}, unparsed 0" in piped.stderr.decode(), piped.stderr.decode()[-500:]
+    got, want = json.loads(piped.stdout), json.loads(byname.stdout)
+    assert piped.returncode == byname.returncode == 1
+    for k in ("cause", "phase", "failed", "rule", "confidence", "evidence", "attempts", "fixes", "window"):
+        assert got[k] == want[k], k
+
+
+def test_routine_lines_of_no_engine_are_bounded():
+    """Outside a serving stretch (no engine, or before "ready") the store keeps the first QUIET_HEAD routine lines
+    and a ring of the latest QUIET_RING: a log of millions of plain lines holds a bounded number of records, in
+    input order, with its head and its tail."""
+    keep = stream.Keep(ring=10)
+    total = stream.QUIET_HEAD + stream.QUIET_RING + 5000
+    res = read.read_lines((f"ok {i}" for i in range(total)), "<t>", sink=keep)
+    recs = res.records
+    assert res.stats.read == total
+    assert len(recs) == stream.QUIET_HEAD + stream.QUIET_RING
+    assert [r.line for r in recs] == sorted(r.line for r in recs)
+    assert recs[0].msg == "ok 0" and recs[-1].msg == f"ok {total - 1}"
+    assert recs[stream.QUIET_HEAD].msg == f"ok {total - stream.QUIET_RING}"
