@@ -78,25 +78,24 @@ def emit_store_warnings(store) -> None:
         warn(w)
 
 
+def verdict(res, engine: str, unit, store, rule_dirs=()):
+    """The verdict on what was read, through the attempt history when a store is open (api.diagnose): one
+    implementation for explain, fix and notify."""
+    from logdoctor.api import diagnose
+    if store is None:
+        return diagnose(res, engine, rules=tuple(rule_dirs))
+    with store:
+        d = diagnose(res, engine, history=store, rules=tuple(rule_dirs), unit=unit)
+    emit_store_warnings(store)
+    return d
+
+
 def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
             fmt="text", rule_dirs=(), stats=False, verbose=False, *, history_path=None, no_history=False) -> int:
-    from logdoctor.api import diagnose_timeline
-    from logdoctor.classify.runtime import load_default as load_classifier
-    from logdoctor.matching.loader import load_rules
-    from logdoctor.timeline import build
     res = read_input(source, unit, since, boot, lines, journal_file, journal_dir)
     emit_warnings(res, stats)
-    rules = load_rules(tuple(rule_dirs))
     check_engine(res.records, engine)
-    tl = build(res.records, engine)
-    store = open_history(history_path, no_history)
-    if store is None:
-        d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
-    else:
-        from logdoctor.crossattempt import diagnose_with_history
-        with store:
-            d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
-        emit_store_warnings(store)
+    d = verdict(res, engine, unit, open_history(history_path, no_history), rule_dirs)
     from logdoctor.progress import clear
     clear()
     if fmt == "json":
@@ -108,9 +107,10 @@ def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None,
     else:
         from logdoctor.render import text
         tl_text = ""
-        if verbose:
+        if verbose:   # the timeline view rebuilds the timeline; the verdict came from the API
             from logdoctor.render.timeline_view import render_text
-            tl_text = render_text(tl)
+            from logdoctor.timeline import build
+            tl_text = render_text(build(res.records, engine))
         out(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text))
     return d.exit_code
 

@@ -29,11 +29,7 @@ ENGINES = ("auto", *ENGINE_NAMES)   # the engine registry (engines/__init__.py)
 @history_options
 def fix_cmd(unit_file, log, unit, engine, mode, out, history_path, no_history):
     """Apply the recommended fix to ExecStart= (or a command line / docker run), changing only that flag."""
-    from logdoctor.api import diagnose_timeline
-    from logdoctor.classify.runtime import load_default as load_classifier
     from logdoctor.errors import InputError
-    from logdoctor.matching.loader import load_rules
-    from logdoctor.timeline import build
     from logdoctor.unitfile import fix, write_atomic
 
     path = Path(unit_file)
@@ -48,17 +44,8 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, history_path, no_history):
     from logdoctor.cli import _read
     res = _read(None if log == "-" else log, None, None, None, None, (), None) if log != "-" else \
         _read("-", None, None, None, None, (), None)
-    tl = build(res.records, engine)
-    rules = load_rules(())
-    store = open_from_options(history_path, no_history)
-    if store is None:
-        d = diagnose_timeline(tl, res, rules, classifier=load_classifier())
-    else:
-        from logdoctor.crossattempt import diagnose_with_history
-        with store:
-            d = diagnose_with_history(tl, res, rules, classifier=load_classifier(), history=store, unit=unit)
-        from logdoctor.commands.history import emit_warnings
-        emit_warnings(store)
+    from logdoctor.run import verdict
+    d = verdict(res, engine, unit, open_from_options(history_path, no_history))
     if not d.failed:
         click.echo("logdoctor: the log shows no failure: nothing to fix", err=True)
         sys.exit(0)

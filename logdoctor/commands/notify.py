@@ -23,14 +23,10 @@ from logdoctor.commands.history import history_options, open_from_options
 @history_options
 def notify_cmd(unit, journal_file, journal_dir, lines, export, history_path, no_history):
     """Diagnose UNIT's latest failure from the journal and write the verdict back as LOGDOCTOR_* fields."""
-    from logdoctor.api import diagnose_timeline
-    from logdoctor.classify.runtime import load_default
     from logdoctor.errors import InputError
-    from logdoctor.matching.loader import load_rules
     from logdoctor.notify import export_bytes, journald_available, send, verdict_fields
     from logdoctor.read import read_entries
     from logdoctor.sources.journal import iter_journal_entries, mangle_unit
-    from logdoctor.timeline import build
 
     unit = mangle_unit(unit)
     entries = [e for e in iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit,
@@ -39,17 +35,8 @@ def notify_cmd(unit, journal_file, journal_dir, lines, export, history_path, no_
     if not entries:
         raise InputError(f"no journal entries for {unit}")
     res = read_entries(entries, unit)
-    tl = build(res.records, "auto")
-    rules = load_rules(())
-    store = open_from_options(history_path, no_history)
-    if store is None:
-        d = diagnose_timeline(tl, res, rules, classifier=load_default())
-    else:
-        from logdoctor.crossattempt import diagnose_with_history
-        with store:
-            d = diagnose_with_history(tl, res, rules, classifier=load_default(), history=store, unit=unit)
-        from logdoctor.commands.history import emit_warnings
-        emit_warnings(store)
+    from logdoctor.run import verdict
+    d = verdict(res, "auto", unit, open_from_options(history_path, no_history))
     fields = verdict_fields(d, unit)
     if export is None and journald_available():
         send(fields)

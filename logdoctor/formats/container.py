@@ -20,7 +20,7 @@ def parse_timestamped(line: str) -> Outer | None:
     m = _TS.match(line)
     if not m or _TGI_NATIVE.match(m.group("msg")):
         return None  # TGI's own "2024-..Z  INFO target: msg" lines keep their prefix for the engine splitter
-    return Outer(fmt="docker-timestamps", msg=m.group("msg"), ts=_ts(m), msg_col=m.start("msg"))
+    return Outer(fmt="docker-timestamps", msg=m.group("msg"), ts=iso_ts(m), msg_col=m.start("msg"))
 
 
 def parse_generic_timestamp(line: str) -> Outer | None:
@@ -48,13 +48,14 @@ def parse_compose(line: str) -> Outer | None:
     out = Outer(fmt="docker-compose", msg=inner, ident=m.group("name"), msg_col=m.start("msg"))
     t = _TS.match(inner)
     if t:
-        out.ts = _ts(t)
+        out.ts = iso_ts(t)
         out.msg = t.group("msg")
         out.msg_col += t.start("msg")
     return out
 
 
-def _ts(m: re.Match) -> datetime | None:
+def iso_ts(m: re.Match) -> datetime | None:
+    """An ISO timestamp match (groups ts, frac, tz) → UTC datetime; shared with formats/wrappers.py."""
     try:
         ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=UTC)
     except ValueError:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from logdoctor import rxcache
+from logdoctor.formats.container import iso_ts
 
 _RAY = rxcache.compile(r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
                        r"(?:, (?:node_id|actor_id|repr)=[^)]*)?\) ")
@@ -98,7 +99,7 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
                 body = body[m.end():]
                 t = _RFC3339.match(body)
                 if t:
-                    p.ts = _ts(t)
+                    p.ts = iso_ts(t)
                     body = body[t.end():]
                 p.body = body
                 continue
@@ -142,17 +143,3 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
         p.body = _RAY_DEDUP.sub("", p.body)
     return p
 
-
-def _ts(m: re.Match) -> datetime | None:
-    try:
-        ts = datetime.fromisoformat(m.group("ts")).replace(tzinfo=UTC)
-    except ValueError:
-        return None
-    frac = m.group("frac")
-    if frac:
-        ts += timedelta(microseconds=int((frac[1:] + "000000")[:6]))
-    tz = m.group("tz")
-    if tz and tz != "Z":
-        sign = -1 if tz[0] == "-" else 1
-        ts -= sign * timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
-    return ts
