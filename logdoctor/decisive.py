@@ -19,7 +19,8 @@ from logdoctor.hints import strip_false
 from logdoctor.records import SERVICE, Record
 
 FOREIGN = "foreign"
-_WRAPPED = rxcache.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
+WRAPPED = rxcache.compile(  # an engine wrapper that quotes the inner error
+    r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 _NOT_FATAL = ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError", "CancelledError", "GeneratorExit")
 # request-level failures in the HTTP layer: one client's request, not the engine (issue 10 item 6)
 _REQUEST_EXC = rxcache.compile(r"(?:^|\.)(?:EndOfStream|ClientDisconnect|ClosedResourceError|BrokenResourceError|"
@@ -154,14 +155,14 @@ def compute(a, ready_line: int = 0) -> Decisive:
     for b in d.blocks:
         for s in b.sections:
             if s.exc_type or s.exc_msg:
-                d.errors.append((s.exc_line or b.first_line, _text(s)))
+                d.errors.append((s.exc_line or b.first_line, section_text(s)))
         done = [s for s in b.sections if s.exc_type or s.exc_msg]
         if done:
             root, fin = done[0], done[-1]
-            d.inner.append((root.exc_line or b.first_line, _text(root)))
-            d.wrapper.append((fin.exc_line or b.first_line, _text(fin)))
+            d.inner.append((root.exc_line or b.first_line, section_text(root)))
+            d.wrapper.append((fin.exc_line or b.first_line, section_text(fin)))
             for s in done:
-                w = _WRAPPED.match(s.exc_msg or "")
+                w = WRAPPED.match(s.exc_msg or "")
                 if w:
                     d.inner.append((s.exc_line or b.first_line, w.group("inner")))
     req = {r.line for b in d.request_errors for r in b.records}
@@ -175,7 +176,7 @@ def compute(a, ready_line: int = 0) -> Decisive:
     return d
 
 
-def _text(s) -> str:
+def section_text(s) -> str:
     """"Type: message" of a section, without engine hints whose stated condition the message refutes."""
     return strip_false(f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 
 from logdoctor import rxcache
+from logdoctor.decisive import WRAPPED, section_text
 from logdoctor.vocab import PHASE_INDEX as _PHASE_INDEX
 from logdoctor.vocab import PHASES, xid_class
 
@@ -72,7 +73,6 @@ _WS = rxcache.compile(r"\s+")
 _WORD = rxcache.compile(r"<[a-z]+>|[a-z_][a-z0-9_]*")
 _FLAG = rxcache.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
 _STOP = frozenset("a an the of to in on at for by is are was be it this that with as or and from".split())
-_WRAPPED = rxcache.compile(r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
 
 
 def mask(text: str) -> str:
@@ -122,11 +122,6 @@ class _Acc:
                 if prev is not None:
                     self.add(f"b:{src}:{prev}_{w}")
                 prev = w
-
-
-def _exc_text(sec) -> str:
-    from logdoctor.hints import strip_false  # a hint whose stated condition is false is not evidence
-    return strip_false(f"{sec.exc_type}: {sec.exc_msg}" if sec.exc_type else (sec.exc_msg or ""))
 
 
 def _reached(a) -> str | None:
@@ -191,14 +186,14 @@ def _exception_tokens(acc: _Acc, fatal) -> None:
                 add("exc:" + t)
                 if "." in t:
                     add("exc:" + t.rsplit(".", 1)[-1])
-            text = _exc_text(s)
+            text = section_text(s)
             if i == 0:
                 acc.text("inner", text)
             if i == len(secs) - 1:
                 acc.text("wrap", text)
             if 0 < i < len(secs) - 1:
                 acc.text("exc", text)
-            w = _WRAPPED.match(s.exc_msg or "")
+            w = WRAPPED.match(s.exc_msg or "")
             if w:
                 acc.text("inner", w.group("inner"))
             for h in s.hints[:4]:
