@@ -278,3 +278,25 @@ def test_srun_labels_only_when_most_lines_carry_them():
     assert "srun" in kinds and unknown is None
     assert peel("1: Traceback (most recent call last):", kinds).rank == "rank1"
     assert peel("1: not a label", frozenset()).body == "1: not a label"
+
+
+def test_pm2_prefixed_log_is_read_through_its_prefix():
+    """pm2 logs ("0|app  | msg", its own "PM2        | ..." lines) share docker compose's "name | " shape: the prefix
+    is peeled, so the uvicorn bind failure after start-up is seen (it read as a healthy raw log before)."""
+    from pathlib import Path
+
+    import logdoctor
+    d = logdoctor.diagnose(Path(__file__).resolve().parents[1] / "fixtures/journals/rf-sglang-port_in_use-pm2-prefix/journal.log")
+    assert d.failed and d.cause == "port_in_use"
+    assert d.fixes and d.fixes[0].flag == "--port" and d.fixes[0].to != 30000
+
+
+def test_restart_loop_attempts_are_counted_from_their_first_start_line():
+    """Starting X... / Started X is one start: triage's scanner cuts at the first of the two, as attempts.split does,
+    so a restart loop gives one row per attempt (the failed middle attempt was dropped before)."""
+    from pathlib import Path
+
+    from logdoctor.triage import run
+    log = Path(__file__).resolve().parents[1] / "fixtures/journals/rf-vllm-weights_oom-restart-loop/journal.log"
+    df = run([str(log)], jobs=1).frame
+    assert list(df["outcome"]) == ["failed", "failed", "in_progress"]

@@ -1,5 +1,5 @@
 """Container log prefixes: docker logs -t / kubectl logs --timestamps (RFC 3339 nano timestamp + space) and
-docker-compose's "service-1  | " prefix (with or without a timestamp after it)."""
+docker-compose's "service-1  | " prefix (with or without a timestamp after it), and pm2's "0|app  | "."""
 from __future__ import annotations
 
 import re
@@ -11,7 +11,9 @@ from logdoctor.formats import Outer
 _TS = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$")
 _GENERIC = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$")
 _TGI_NATIVE = rxcache.compile(r"^ ?(?:TRACE|DEBUG|INFO|WARN|ERROR) [a-z_][\w:\-]*(?:\{[^}]*\})?: ")
-_COMPOSE = rxcache.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
+# "name  | msg": docker compose ("svc-1  | "), and process managers of the same shape, e.g. pm2 ("0|app  | ",
+# its own lines "PM2        | "); the pm2 process id before the name is part of the writer's label
+_COMPOSE = rxcache.compile(r"^(?P<name>(?:\d{1,4}\|)?[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
 
 
 def parse_timestamped(line: str) -> Outer | None:

@@ -263,8 +263,8 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             elif kind == "r":
                 if seg.seen_config:
                     seg.seen_progress = True
-                if b"systemd[1]: Start" in line:
-                    pending_start = (ls, counted_ln)
+                if b"systemd[1]: Start" in line and pending_start is None:
+                    pending_start = (ls, counted_ln)   # "Starting X..." then "Started X" is one start: the first
             seg.add_hit(counted_ln, line)
             # a failure word on a line that matched as a marker or rule first still counts
             if kind != "s" and not seg.signal and pf.signal.search(line) is not None:
