@@ -65,7 +65,9 @@ class Segment:
             excess = self.tail_bytes - TAIL
             cut = data.find(b"\n", max(0, min(excess, len(data)) - 1)) + 1
             if 0 < cut < len(data):
-                self.tail[0] = (ln + data.count(b"\n", 0, cut), data[cut:])
+                # pieces are contiguous and end on a newline: count the kept part, not the dropped megabytes
+                first = self.tail[1][0] - data.count(b"\n", cut) if len(self.tail) > 1 else ln + data.count(b"\n", 0, cut)
+                self.tail[0] = (first, data[cut:])
                 self.tail_bytes -= cut
 
     def _spill(self) -> None:
@@ -201,11 +203,40 @@ def _chunks(stream, carry: bytes, stats: ScanStats) -> Iterator[bytes]:
         yield carry + b"\n"
 
 
+def _matches(buf: bytes, pf: Prefilter) -> Iterator:
+    """The prefilter's matches in a buffer, at most one per line, in order: RE2 over the whole buffer, or (with
+    Hyperscan) RE2 over just the lines where one of Hyperscan's patterns ends."""
+    rx, n, pos = pf.regex, len(buf), 0
+    if pf.lines is None:
+        while pos < n:
+            m = rx.search(buf, pos)
+            if m is None:
+                return
+            yield m
+            pos = buf.find(b"\n", m.end()) + 1
+            if pos == 0:
+                return
+        return
+    for end in pf.lines.ends(buf):
+        if end <= pos:
+            continue
+        ls = buf.rfind(b"\n", 0, end - 1) + 1
+        le = buf.find(b"\n", end - 1)
+        le = n if le < 0 else le
+        m = rx.search(buf, max(ls, pos), le)
+        if m is None:          # Hyperscan's widened pattern only
+            pos = le + 1
+            continue
+        yield m
+        pos = buf.find(b"\n", m.end()) + 1
+        if pos == 0:
+            return
+
+
 def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None = None) -> Iterator[Segment]:
     """Yield the attempt segments of a binary stream (already decompressed), in order. `first` is data already
     read from the stream (the sniffed head)."""
     stats = stats if stats is not None else ScanStats()
-    rx = pf.regex
     seg = Segment(first_line=1)
     lineno = 1                     # line number of the first line of the current buffer
     carry = first
@@ -214,15 +245,11 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
         if check is None:
             check = BoundaryCheck(buf[:65536])
         stats.bytes += len(buf)
-        pos = 0                    # search position
         done = 0                   # bytes of buf already given to a segment
         counted, counted_ln = 0, lineno
         pending_start = None       # (offset, lineno) of a systemd Start line since the last config dump
         n = len(buf)
-        while pos < n:
-            m = rx.search(buf, pos)
-            if m is None:
-                break
+        for m in _matches(buf, pf):
             ls = buf.rfind(b"\n", 0, m.start()) + 1
             le = buf.find(b"\n", m.end())
             counted_ln += buf.count(b"\n", counted, ls)
@@ -269,7 +296,6 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             # a failure word on a line that matched as a marker or rule first still counts
             if kind != "s" and not seg.signal and pf.signal.search(line) is not None:
                 seg.signal = True
-            pos = le + 1
         if done < n:
             seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:])
         nl = counted_ln - lineno + buf.count(b"\n", counted)
