@@ -41,11 +41,14 @@ class Segment:
     signal: bool = False
     seen_config: bool = False
     seen_progress: bool = False
+    end_line: int = 0                       # input line number after the last raw piece
     nbytes: int = 0
     nlines: int = 0
 
-    def add_raw(self, lineno: int, data: bytes) -> None:
+    def add_raw(self, lineno: int, data: bytes, nlines: int | None = None) -> None:
+        """Append a piece of whole lines starting at input line `lineno` (`nlines`: its newline count, if known)."""
         self.nbytes += len(data)
+        self.end_line = lineno + (data.count(b"\n") if nlines is None else nlines)
         if not self.overflow:
             self.raw.append((lineno, data))
             self.raw_bytes += len(data)
@@ -65,9 +68,10 @@ class Segment:
             excess = self.tail_bytes - TAIL
             cut = data.find(b"\n", max(0, min(excess, len(data)) - 1)) + 1
             if 0 < cut < len(data):
-                # pieces are contiguous and end on a newline: count the kept part, not the dropped megabytes
-                first = self.tail[1][0] - data.count(b"\n", cut) if len(self.tail) > 1 else ln + data.count(b"\n", 0, cut)
-                self.tail[0] = (first, data[cut:])
+                # pieces are contiguous and end on a newline: count the kept part back from the piece's end line,
+                # not the dropped megabytes
+                end = self.tail[1][0] if len(self.tail) > 1 else self.end_line
+                self.tail[0] = (end - data.count(b"\n", cut), data[cut:])
                 self.tail_bytes -= cut
 
     def _spill(self) -> None:
@@ -182,25 +186,54 @@ class ScanStats:
 
 
 def _chunks(stream, carry: bytes, stats: ScanStats) -> Iterator[bytes]:
-    """Buffers of whole lines (the last one completed at EOF); a line longer than MAX_LINE is cut and counted."""
+    """Buffers of whole lines (the last one completed at EOF); a line longer than MAX_LINE is cut and counted.
+    The last line of a read is finished with one `readline` rather than carried over: one copy of the buffer
+    instead of two (a concatenation and a slice)."""
     while True:
         data = stream.read(CHUNK)
         if not data:
             break
-        buf = carry + data if carry else data
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0:
-            if len(buf) > MAX_LINE:
-                stats.long_lines += 1
-                carry = b""
-                yield buf[:MAX_LINE] + b"\n"
-            else:
-                carry = buf
-            continue
-        carry = buf[cut:]
-        yield buf[:cut]
+        if carry:
+            data, carry = carry + data, b""
+        if data[-1:] != b"\n":
+            data += stream.readline(MAX_LINE)
+        if data[-1:] != b"\n":                       # a line longer than MAX_LINE, or the input's end
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                if len(data) > MAX_LINE:
+                    stats.long_lines += 1
+                    yield data[:MAX_LINE] + b"\n"
+                else:
+                    carry = data
+                continue
+            carry, data = data[cut:], data[:cut]
+        yield data
     if carry:
         yield carry + b"\n"
+
+
+class _Newlines:
+    """A buffer's newlines, through numpy (in the triage extra): their offsets only once a line number is asked for
+    (every later one is then a bisection, not another count pass), else just their number (several times faster
+    than bytes.count; most buffers of a serving log hold no prefilter hit at all)."""
+
+    def __init__(self, buf: bytes):
+        import numpy as np
+        self._bytes = np.frombuffer(buf, np.uint8)
+        self._pos = None
+
+    def before(self, offset: int) -> int:
+        """How many lines of the buffer start before `offset` (a line start)."""
+        if self._pos is None:
+            import numpy as np
+            self._pos = np.flatnonzero(self._bytes == 10)
+        return int(self._pos.searchsorted(offset))
+
+    def total(self) -> int:
+        if self._pos is not None:
+            return len(self._pos)
+        import numpy as np
+        return int(np.count_nonzero(self._bytes == 10))
 
 
 def _matches(buf: bytes, pf: Prefilter) -> Iterator:
@@ -246,14 +279,14 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             check = BoundaryCheck(buf[:65536])
         stats.bytes += len(buf)
         done = 0                   # bytes of buf already given to a segment
-        counted, counted_ln = 0, lineno
+        nls = _Newlines(buf)
+        counted_ln = lineno
         pending_start = None       # (offset, lineno) of a systemd Start line since the last config dump
         n = len(buf)
         for m in _matches(buf, pf):
             ls = buf.rfind(b"\n", 0, m.start()) + 1
             le = buf.find(b"\n", m.end())
-            counted_ln += buf.count(b"\n", counted, ls)
-            counted = ls
+            counted_ln = lineno + nls.before(ls)
             line = buf[ls:le]
             kind = m.lastgroup
             if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
@@ -269,7 +302,7 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
                         (not is_boot and seg.seen_config and seg.seen_progress):
                     cut, cut_ln = (pending_start if pending_start and not is_boot else (ls, counted_ln))
                     if cut > done:
-                        seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:cut])
+                        seg.add_raw(lineno + nls.before(done), buf[done:cut], cut_ln - lineno - nls.before(done))
                     done = cut
                     seg.nlines = cut_ln - seg.first_line
                     moved = [h for h in seg.hits if h[0] >= cut_ln] + [h for h in seg.hits_tail if h[0] >= cut_ln]
@@ -297,8 +330,9 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
             if kind != "s" and not seg.signal and pf.signal.search(line) is not None:
                 seg.signal = True
         if done < n:
-            seg.add_raw(lineno + buf.count(b"\n", 0, done), buf[done:])
-        nl = counted_ln - lineno + buf.count(b"\n", counted)
+            first_ln = nls.before(done) if done else 0
+            seg.add_raw(lineno + first_ln, buf[done:], nls.total() - first_ln)
+        nl = nls.total()
         lineno += nl
         stats.lines += nl
     seg.nlines = lineno - seg.first_line
