@@ -115,3 +115,51 @@ def test_a_multibyte_character_where_a_pattern_counts_one(both):
     got, want = _segments(data, hs), _segments(data, re2)
     assert [h[1].decode() for h in want[0][0][4]] == lines       # RE2 does select both lines ...
     assert got == want                                          # ... and so does the Hyperscan path
+
+
+def _cache_files(d: Path) -> list[Path]:
+    return sorted(d.glob("hyperscan-*.db"))
+
+
+def test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt(tmp_path, monkeypatch):
+    """The compiled database (~0.3 s to build) is kept in the cache folder: a second start loads it and scans
+    alike; a cut, corrupted or foreign-writable entry is compiled again, never trusted."""
+    from logdoctor.triage import prefilter
+
+    monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(tmp_path))
+    data = _noise(random.Random(11), 3000)
+    first = Prefilter(scanner="hyperscan")
+    assert first.scanner == "hyperscan"
+    (entry,) = _cache_files(tmp_path)
+    want = _segments(data, first)
+
+    compiled = []       # one entry per start that found no usable database in the cache
+    real = prefilter._cached_database
+
+    def spy(*args):
+        db = real(*args)
+        if db is None:
+            compiled.append(1)
+        return db
+    monkeypatch.setattr(prefilter, "_cached_database", spy)
+    loaded = Prefilter(scanner="hyperscan")
+    assert not compiled and loaded.scanner == "hyperscan"           # from the cache
+    assert _segments(data, loaded) == want
+
+    good = entry.read_bytes()
+    rnd = random.Random(5)
+    flipped = bytearray(good)
+    for i in rnd.sample(range(len(good)), 64):
+        flipped[i] ^= 0xFF
+    for bad in (good[: len(good) // 2], b"not a database", bytes(flipped)):
+        entry.write_bytes(bad)
+        compiled.clear()
+        pf = Prefilter(scanner="hyperscan")
+        assert compiled and pf.scanner == "hyperscan", bad[:16]    # compiled again ...
+        assert entry.read_bytes() == good                             # ... and stored again
+        assert _segments(data, pf) == want
+
+    entry.chmod(0o666)                                               # writable by others: not ours to trust
+    compiled.clear()
+    Prefilter(scanner="hyperscan")
+    assert compiled
