@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.triage.boundary import BoundaryCheck
 from logdoctor.triage.prefilter import Prefilter
@@ -220,7 +221,7 @@ class _Newlines:
     def __init__(self, buf: bytes):
         import numpy as np
         self._bytes = np.frombuffer(buf, np.uint8)
-        self._pos = None
+        self._pos: Any = None
 
     def before(self, offset: int) -> int:
         """How many lines of the buffer start before `offset` (a line start)."""
