@@ -163,3 +163,31 @@ def test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt(tmp_path, monkey
     compiled.clear()
     Prefilter(scanner="hyperscan")
     assert compiled
+
+
+def test_pattern_groups_are_cached_and_a_bad_entry_is_probed_again(tmp_path, monkeypatch):
+    """The probed pattern lists are kept too; an entry that is damaged or names a pattern that is not a candidate
+    (a catch-all `.*` slipped in would select every line) is ignored and rebuilt."""
+    import json
+
+    from logdoctor.triage import prefilter
+
+    monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(tmp_path))
+    prefilter.groups.cache_clear()
+    try:
+        fresh = prefilter.groups()
+        (entry,) = tmp_path.glob("prefilter-*.json")
+        prefilter.groups.cache_clear()
+        assert prefilter.groups() == fresh
+        probes = []
+        monkeypatch.setattr(prefilter, "_valid", lambda p, real=prefilter._valid: (probes.append(p), real(p))[1])
+        prefilter.groups.cache_clear()
+        assert prefilter.groups() == fresh and not probes             # from the cache: nothing probed
+        lists = json.loads(entry.read_text())
+        for bad in ("{not json", json.dumps([lists[0], lists[1] + [".*"], lists[2], lists[3]]), json.dumps([1, 2])):
+            entry.write_text(bad)
+            prefilter.groups.cache_clear()
+            assert prefilter.groups() == fresh and probes, bad[:20]
+            probes.clear()
+    finally:
+        prefilter.groups.cache_clear()

@@ -37,8 +37,6 @@ def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = No
         ) -> TriageRun:
     import time
 
-    import pandas as pd
-
     from logdoctor.errors import UsageError
     from logdoctor.triage import runner
     from logdoctor.triage.inputs import expand
@@ -55,10 +53,12 @@ def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = No
         if scheduler is not None:
             results = runner.run_dask(specs, scheduler, year, cb)
         else:
-            results = runner.run_local(specs, jobs or os.cpu_count() or 1, year, cb)
+            # pandas is needed only for the frame at the end: the parent imports it while its workers scan
+            results = runner.run_local(specs, jobs or os.cpu_count() or 1, year, cb, while_waiting=_import_pandas)
     finally:
         if bar:
             bar.close()
+    import pandas as pd
     rows: list[dict] = []
     inputs: list[dict] = [{"source": p, "member": None, "status": "unreadable", "reason": why, "attempts": 0,
                            "bytes": 0, "lines": 0} for p, why in missing]
@@ -81,6 +81,12 @@ def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = No
     df.attrs["inputs"] = inputs
     return TriageRun(frame=df, inputs=inputs, bytes=sum(r.bytes for r in results),
                      lines=sum(r.lines for r in results), seconds=time.perf_counter() - t0)
+
+
+def _import_pandas() -> None:
+    import threading
+
+    threading.Thread(target=__import__, args=("pandas",), name="import-pandas", daemon=True).start()
 
 
 def triage(paths, *, jobs: int | None = None, scheduler=None, year: int | None = None):

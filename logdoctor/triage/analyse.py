@@ -32,9 +32,12 @@ def _pipeline():
     return load_rules(()), load_default()
 
 
-def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0) -> list[dict]:
+def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0, healthy_only: bool = False
+                  ) -> list[dict] | None:
     """(input line number, text) pairs of one segment → rows. `meta`: source, member, year, year_source, mtime.
-    Attempts that start before input line `min_start` (earlier attempts given as context) get no row."""
+    Attempts that start before input line `min_start` (earlier attempts given as context) get no row.
+    `healthy_only`: return None, before any diagnosis, as soon as an attempt of these lines fails (the caller
+    reads that segment again in full)."""
     from logdoctor.read import read_lines
     if not lines:
         return []
@@ -45,16 +48,17 @@ def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0) 
         if r.end_line:
             r.end_line = numbers[min(r.end_line, len(numbers)) - 1]
     _fix_years(res.records, meta)
-    return analyse_records(res.records, res.stats.read, meta, min_start)
+    return analyse_records(res.records, res.stats.read, meta, min_start, healthy_only)
 
 
 def analyse_entries(entries, meta: dict) -> list[dict]:
     from logdoctor.read import read_entries
     res = read_entries(entries, meta["source"])
-    return analyse_records(res.records, res.stats.read, meta)
+    return analyse_records(res.records, res.stats.read, meta) or []
 
 
-def analyse_records(records: list[Record], nread: int, meta: dict, min_start: int = 0) -> list[dict]:
+def analyse_records(records: list[Record], nread: int, meta: dict, min_start: int = 0, healthy_only: bool = False
+                    ) -> list[dict] | None:
     from logdoctor.api import diagnose_timeline
     from logdoctor.timeline import Timeline, build
     rules, classifier = _pipeline()
@@ -63,6 +67,8 @@ def analyse_records(records: list[Record], nread: int, meta: dict, min_start: in
         tl = build(recs, _own_engine(recs, min_start))
         if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs):
             continue
+        if healthy_only and any(a.records and a.failed and a.start_line >= min_start for a in tl.attempts):
+            return None
         res = ReadResult(records=recs, stats=Stats(read=nread), origin=meta["source"])
         for i, a in enumerate(tl.attempts):
             if not a.records or (tl.engine == "unknown" and not a.failed) or a.start_line < min_start:

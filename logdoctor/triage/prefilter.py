@@ -153,8 +153,55 @@ def groups() -> Groups:
     relevant = _marker_patterns(markers) + _signatures() + list(RELEVANT_EXTRA) + _rule_patterns()
     keywords = [re.escape(k) for m in markers + deaths if m.name not in SERVING_MARKERS
                 for k in m.keyword.split("|") if len(k) >= 4] + _signatures() + list(RELEVANT_EXTRA)
+    raw = [list(BOUNDARY), signal, relevant, keywords]
+    cached = _cached_groups(raw)
+    if cached is not None:
+        return cached
     dedup = lambda xs: list(dict.fromkeys(p for p in xs if p and _valid(p)))  # noqa: E731
-    return Groups(dedup(BOUNDARY), dedup(signal), dedup(relevant), dedup(keywords))
+    got = Groups(*(dedup(xs) for xs in raw))
+    _store_groups(raw, got)
+    return got
+
+
+def _groups_path(raw: list[list[str]]):
+    """Probing ~500 candidate patterns with `re` (`_valid`) is ~0.1 s of every triage start: the outcome is kept,
+    keyed by the candidates themselves, so any change to a rule, a marker or a list here gives a new key."""
+    import hashlib
+    import json
+
+    from logdoctor.matching.cache import cache_dir
+    key = hashlib.sha256(json.dumps([FORMAT, _PROBES, raw]).encode()).hexdigest()[:32]
+    return cache_dir() / f"prefilter-{key}.json"
+
+
+def _cached_groups(raw: list[list[str]]) -> Groups | None:
+    import json
+
+    from logdoctor.matching.cache import _read_own
+    try:
+        got = json.loads(_read_own(_groups_path(raw)))
+        kept = [list(x) for x in got]
+        # only ever a subset of the candidates, in their order: a damaged entry cannot add a pattern
+        if len(kept) == 4 and all(all(isinstance(p, str) for p in k) and set(k) <= set(r) for k, r in zip(kept, raw)):
+            return Groups(*kept)
+    except Exception:  # noqa: BLE001, S110 - absent, foreign or damaged: probe again
+        pass
+    return None
+
+
+def _store_groups(raw: list[list[str]], got: Groups) -> None:
+    import json
+
+    from logdoctor.atomic import write_text
+    path = _groups_path(raw)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, json.dumps([got.boundary, got.signal, got.relevant, got.keywords]), mode=0o600)
+        old = sorted(path.parent.glob("prefilter-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for p in old[4:]:
+            p.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001, S110 - a read-only home, a full disk: probe again next time
+        pass
 
 
 def _alt(ps: list[str]) -> str:

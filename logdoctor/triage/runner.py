@@ -104,14 +104,20 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     context: deque = deque(maxlen=CONTEXT_ATTEMPTS)
     try:
         for seg in scan(log.stream, _prefilter(), first=head, stats=stats):
-            lines = _text(seg.lines(full=seg.signal))
-            if seg.signal and context:
-                prior = [x for c in context for x in c]
-                got = analyse_lines(prior + lines, meta, min_start=seg.first_line)
-            else:
-                got = analyse_lines(lines, meta)
-            rows.extend(got)
-            context.append(lines if not seg.signal else _text(seg.lines(full=False)))
+            reduced = _text(seg.lines(full=False))
+            # a failure word is only a cue (an NCCL INFO "Failed to open libibverbs" is in every healthy IB-less
+            # start): the reduced lines hold every line the prefilter hit, so an attempt they show healthy is
+            # healthy; one they show failing is read again in full, with the attempts before it as context
+            got = analyse_lines(reduced, meta, healthy_only=seg.signal)
+            if got is None:
+                lines = _text(seg.lines(full=True))
+                if context:
+                    prior = [x for c in context for x in c]
+                    got = analyse_lines(prior + lines, meta, min_start=seg.first_line)
+                else:
+                    got = analyse_lines(lines, meta)
+            rows.extend(got or [])
+            context.append(reduced)
     except Exception as exc:  # noqa: BLE001 - a stream that breaks mid-way: keep what was read, say why
         reason = _bad_data(log, exc) + (f"; {len(rows)} attempts read before it" if rows else "")
     for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
@@ -174,7 +180,7 @@ def _export(spec, log, head, out, meta) -> None:
     from logdoctor.triage.analyse import analyse_records
     data = head + log.stream.read()
     res = read_bytes(data, spec.path)
-    rows = _clean(analyse_records(res.records, res.stats.read, meta))
+    rows = _clean(analyse_records(res.records, res.stats.read, meta) or [])
     out.rows.extend(rows)
     out.bytes += len(data)
     out.lines += res.stats.read
@@ -232,7 +238,10 @@ def _journal_entries(source, member, entries, out: TaskResult, meta, size) -> No
 
 # --- executors -------------------------------------------------------------------------------------------------
 
-def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None) -> list[TaskResult]:
+def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None, while_waiting=None
+              ) -> list[TaskResult]:
+    """Process the inputs here (jobs 1) or in a pool of forked workers; `while_waiting` runs in the parent once
+    every worker has been started (work the parent would otherwise do after them, not before a fork)."""
     results: list[TaskResult] = []
     if jobs <= 1 or len(specs) <= 1:
         for i, s in enumerate(specs):
@@ -251,6 +260,8 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
     order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=None if fork else _warm) as ex:
         futs = {ex.submit(process_spec, specs[i], i, year): i for i in order}
+        if while_waiting is not None:
+            while_waiting()
         for f in as_completed(futs):
             r = f.result()
             results.append(r)
