@@ -317,3 +317,28 @@ def test_progress_bar_on_a_terminal_only(archive):
     err = b"".join(chunks).decode(errors="replace")
     assert p.returncode == 0
     assert "triage" in err and "files" in err and "B/s" in err     # files done, bytes, rate
+
+
+def test_a_kernel_log_whose_xid_killed_the_engine_gets_a_row(tmp_path):
+    """A dmesg/kernel-journal excerpt has no service line, but an Xid naming the engine's process is a failure that
+    `diagnose` reports; triage gives it a row with its hardware evidence (it used to count such a file as empty),
+    while a kernel log with nothing wrong in it stays empty."""
+    bad = tmp_path / "node7-kernel.log"
+    bad.write_text(
+        "Nov 30 03:12:09 node7 kernel: NVRM: GPU at PCI:0000:b3:00: GPU-5f1e9a42-0c1d-4b8e-9e77-1a2b3c4d5e6f\n"
+        "Nov 30 03:12:09 node7 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=771204, name=python3, "
+        "GPU has fallen off the bus.\n"
+        "Nov 30 03:12:09 node7 kernel: NVRM: GPU 0000:b3:00.0: GPU has fallen off the bus.\n")
+    quiet = tmp_path / "node8-kernel.log"
+    quiet.write_text("Nov 30 03:12:09 node8 kernel: nvidia-nvswitch0: open (major=509)\n"
+                     "Nov 30 03:12:10 node8 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15\n")
+    d = logdoctor.diagnose(bad)
+    assert d.failed
+    r = run([str(bad), str(quiet)], jobs=1)
+    rows = r.frame[r.frame["source"] == str(bad)]
+    assert len(rows) == 1
+    row = rows.iloc[0]
+    assert (row["outcome"], row["cause"], row["phase"]) == ("failed", d.cause, d.phase)
+    assert row["host"] == "node7" and "fallen off the bus" in row["hardware_evidence"]
+    status = {i["source"]: i["status"] for i in r.inputs}
+    assert status == {str(bad): "diagnosed", str(quiet): "empty"}

@@ -65,8 +65,9 @@ def analyse_records(records: list[Record], nread: int, meta: dict, min_start: in
     rows = []
     for unit, recs in split_units(records):
         tl = build(recs, _own_engine(recs, min_start))
-        if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs):
-            continue
+        if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs) and \
+                not any(a.failed for a in tl.attempts):
+            continue    # a README or a label file; a kernel log whose Xid killed the engine is kept (a row to flag)
         if healthy_only and any(a.records and a.failed and a.start_line >= min_start for a in tl.attempts):
             return None
         res = ReadResult(records=recs, stats=Stats(read=nread), origin=meta["source"])
