@@ -3,7 +3,7 @@ prefilter patterns: the practical I/O limit) and Drain3 template mining over the
 library; a bench-only extra: pip install drain3).
 
     python bench/bench_triage.py gen DIR [--size MB] [--seed N]     # the archive (default 1024 MB)
-    python bench/bench_triage.py run DIR [--drain-mb MB] [--skip-dask] [--json OUT]
+    python bench/bench_triage.py run DIR [--drain-mb MB] [--repeat N] [--skip-dask] [--json OUT]
 
 The archive: hosts/hNN/engine.log[.N][.gz] made of fixture attempts (host names rewritten) separated by long
 stretches of serving noise (SGLang decode-batch lines, request logs, vLLM throughput lines), about 1 in 6 files
@@ -175,6 +175,16 @@ def _burn(seconds: float) -> float:
     return time.process_time() - t
 
 
+def pace(n: int = 5_000_000) -> float:
+    """A control of one core's speed on a shared (virtual) machine: CPU seconds of a fixed pure-Python loop. Drain3
+    runs for a minute and a half and triage for seconds; if the host's pace changed in between, this shows it."""
+    t = time.process_time()
+    x = 0
+    for i in range(n):
+        x += i
+    return time.process_time() - t
+
+
 def cores_available(seconds: float = 1.5) -> float:
     """A control for a shared machine: two processes that each burn `seconds` of CPU at once; CPU seconds done per
     wall second is the number of cores this run actually gets (2.0 on a free 2-core machine). A jobs-2/jobs-1 ratio
@@ -187,7 +197,7 @@ def cores_available(seconds: float = 1.5) -> float:
         return cpu / (time.perf_counter() - t)
 
 
-def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
+def run(root: Path, drain_mb: int, skip_dask: bool, repeat: int = 3) -> dict:
     sys.path.insert(0, str(ROOT))
     from logdoctor.triage.prefilter import best_engine, best_scanner, grep_pattern
     plain, gz = _files(root)
@@ -209,18 +219,26 @@ def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
                 *plain]
     s, rss, out, cpu = _measured(grep_cmd)
     res["rows"]["grep -cE (same patterns)"] = {"s": s, "rss_kib": rss, "cpu": cpu}
+    res["pace_before_drain3"] = pace()
     c0 = time.process_time()
     ds, db, dl = drain3_rate(plain, gz, drain_mb)
     dcpu = time.process_time() - c0
     drain = "Drain3 (all lines)" if db >= total else f"Drain3 (first {db / 1e6:.0f} MB, scaled)"
     res["rows"][drain] = {"s": ds * total / db, "rss_kib": None, "sample_bytes": db, "sample_lines": dl,
                                       "sample_s": ds, "cpu": dcpu * total / db}
+    res["pace_after_drain3"] = pace()
     py = sys.executable
     res["cores_available_before"] = cores_available()
-    for jobs in (1, 2):
-        s, rss, out, cpu = _measured([py, "-m", "logdoctor", "triage", str(root), "--jobs", str(jobs), "--format",
-                                      "csv", "--out", os.devnull])
-        res["rows"][f"logdoctor triage --jobs {jobs}"] = {"s": s, "rss_kib": rss, "cpu": cpu}
+    samples: dict[int, list[dict]] = {1: [], 2: []}
+    for _ in range(repeat):      # interleaved: a change of the machine's pace hits both alike
+        for jobs in (1, 2):
+            s, rss, out, cpu = _measured([py, "-m", "logdoctor", "triage", str(root), "--jobs", str(jobs), "--format",
+                                          "csv", "--out", os.devnull])
+            samples[jobs].append({"s": s, "rss_kib": rss, "cpu": cpu})
+    for jobs, got in samples.items():
+        best = sorted(got, key=lambda r: r["s"])[len(got) // 2]      # the median run by wall time
+        res["rows"][f"logdoctor triage --jobs {jobs}"] = dict(best, samples=[round(r["s"], 2) for r in got],
+                                                               rss_kib=max(r["rss_kib"] for r in got))
     if not skip_dask:
         script = ("import sys,logdoctor;from distributed import LocalCluster\n"
                   "if __name__=='__main__':\n"
@@ -235,8 +253,13 @@ def run(root: Path, drain_mb: int, skip_dask: bool) -> dict:
         res["rows"]["triage on Dask LocalCluster (2 workers)"] = {"s": inner, "rss_kib": rss, "with_startup_s": s,
                                                                   "cpu": cpu}
     res["cores_available_after"] = cores_available()
+    res["pace_end"] = pace()
     print(f"cores this run got (control: two busy processes, before/after the triage runs): "
           f"{res['cores_available_before']:.2f} / {res['cores_available_after']:.2f} of {os.cpu_count()}")
+    print(f"pace of one core (CPU s of a fixed loop; lower is faster) before Drain3 / after it / at the end: "
+          f"{res['pace_before_drain3']:.2f} / {res['pace_after_drain3']:.2f} / {res['pace_end']:.2f}; triage runs "
+          f"(wall s, {repeat} each, interleaved, the median is the table's): jobs 1 {samples[1] and [round(r['s'], 2) for r in samples[1]]}, "
+          f"jobs 2 {[round(r['s'], 2) for r in samples[2]]}")
     # the machine may be shared: CPU seconds (user+sys of the whole process tree) say what the work cost,
     # wall seconds what it took; both are printed
     print(f"{'':44s} {'wall s':>8s} {'MB/s':>8s} {'lines/s':>11s} {'CPU s':>8s} {'MB/CPU-s':>9s} {'peak RSS':>9s}")
@@ -269,12 +292,13 @@ def main() -> None:
     r.add_argument("--drain-mb", type=int, default=0, help="Drain3 over the first MB only, scaled (default 0: all "
                    "lines; a sample flatters Drain3, whose cost per line grows with what it has learnt)")
     r.add_argument("--skip-dask", action="store_true")
+    r.add_argument("--repeat", type=int, default=3, help="triage runs per job count, interleaved (median reported)")
     r.add_argument("--json", type=Path)
     a = ap.parse_args()
     if a.cmd == "gen":
         gen(a.dir, a.size, a.seed)
     else:
-        res = run(a.dir, a.drain_mb, a.skip_dask)
+        res = run(a.dir, a.drain_mb, a.skip_dask, a.repeat)
         if a.json:
             a.json.write_text(json.dumps(res, indent=1))
 
