@@ -4,6 +4,7 @@ command line < vLLM engine-config line < non-default args / server_args (the eng
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from logdoctor import rxcache
 from logdoctor.engines import ENGINES
@@ -62,11 +63,7 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
             cfg.sources.append("Namespace")
             cfg.line = cfg.line or r.line
         elif "with config:" in msg and "LLM engine" in msg:
-            from logdoctor.engines.config_dump import parse_vllm_engine_config
-            d = parse_vllm_engine_config(msg)
-            vals = {("max_model_len" if k == "max_seq_len" else k): v for k, v in d.values.items()
-                    if k in _VLLM_ENGINE_CONFIG_KEYS}
-            layers.append((1, vals))
+            layers.append((1, dict(_vllm_engine_config(msg))))
             cfg.sources.append("engine config")
         elif _CMD.search(msg) and " --" in msg:
             from logdoctor.engines.config_dump import parse_command_line
@@ -88,6 +85,16 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
     from logdoctor import levers
     cfg.levers = levers.levers_from_config(engine, version, cfg.raw, fill_defaults=eng is not None and eng.config_complete and cfg.known)
     return cfg
+
+
+@lru_cache(maxsize=256)
+def _vllm_engine_config(msg: str) -> tuple[tuple[str, object], ...]:
+    """The flag fields of vLLM's "with config:" line (scalars only). Its grammar needs pyparsing (~2 ms a line), and
+    the same line comes back for every restart and every host of a deploy, so the parse is remembered per text."""
+    from logdoctor.engines.config_dump import parse_vllm_engine_config
+    d = parse_vllm_engine_config(msg)
+    return tuple((("max_model_len" if k == "max_seq_len" else k), v) for k, v in d.values.items()
+                 if k in _VLLM_ENGINE_CONFIG_KEYS)
 
 
 # the fields of vLLM's "with config:" line that are flags a user sets
