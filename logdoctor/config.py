@@ -43,18 +43,16 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
         for k, v in _ENV.findall(msg):
             cfg.env.setdefault(k, v)
         if msg.startswith("server_args="):
-            from logdoctor.engines.config_fast import parse_server_args
-            d = parse_server_args(msg)
-            layers.append((3, d.values))
+            values, truncated = _dump("server_args", msg)
+            layers.append((3, values))
             cfg.sources.append("server_args")
-            cfg.truncated |= d.truncated
+            cfg.truncated |= truncated
             cfg.line = r.line
         elif "non-default args:" in msg:
-            from logdoctor.engines.config_fast import parse_py_dict
-            d = parse_py_dict(msg)
-            layers.append((3, d.values))
+            values, truncated = _dump("non-default args", msg)
+            layers.append((3, values))
             cfg.sources.append("non-default args")
-            cfg.truncated |= d.truncated
+            cfg.truncated |= truncated
             cfg.line = r.line
         elif "Namespace(" in msg and ("args" in msg[:40]):
             from logdoctor.engines.config_dump import parse_namespace
@@ -85,6 +83,32 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
     from logdoctor import levers
     cfg.levers = levers.levers_from_config(engine, version, cfg.raw, fill_defaults=eng is not None and eng.config_complete and cfg.known)
     return cfg
+
+
+def _dump(kind: str, msg: str) -> tuple[dict[str, object], bool]:
+    """A config dump's fields and whether it was cut, as a fresh copy (callers may change what they are given)."""
+    values, truncated = _parsed_dump(kind, msg)
+    return _copy(values), truncated
+
+
+@lru_cache(maxsize=256)
+def _parsed_dump(kind: str, msg: str) -> tuple[dict[str, object], bool]:
+    """SGLang's server_args / vLLM's non-default args, parsed once per text: the same dump comes back for every
+    restart and every host of a deploy (triage, eval, a history), and a repr that is not a plain literal needs the
+    pyparsing grammar (~1-2 ms)."""
+    from logdoctor.engines.config_fast import parse_py_dict, parse_server_args
+    d = parse_server_args(msg) if kind == "server_args" else parse_py_dict(msg)
+    return d.values, d.truncated
+
+
+def _copy(v):
+    if isinstance(v, dict):
+        return {k: _copy(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_copy(x) for x in v]
+    if isinstance(v, set):
+        return set(v)
+    return v        # str, numbers, bools, None, tuples: immutable
 
 
 @lru_cache(maxsize=256)

@@ -59,3 +59,27 @@ def test_fast_path_is_taken_for_plain_dumps():
     assert config_fast.fast_dict("{'a': 1, 'b': [1, 2]}") == {"a": 1, "b": [1, 2]}
     assert config_fast.fast_repr("ServerArgs(a=1, b='x')") == {"a": 1, "b": "x"}
     assert config_fast.fast_dict("{'a': torch.bfloat16}") is None
+
+
+def test_remembered_dumps_are_handed_out_as_copies():
+    """config.extract_config remembers each dump's parse (the same dump returns for every restart and host); what it
+    hands out must still be the caller's own: changing one attempt's config cannot leak into the next one's."""
+    from logdoctor.config import extract_config
+    from logdoctor.read import read_lines
+
+    lines = ["[2026-05-22 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2, "
+             "cuda_graph_bs=[1, 2, 4], json_model_override_args={'a': [1]}, kv_cache_dtype=torch.float8_e4m3fn)",
+             "INFO 05-22 10:00:00 [core.py:61] Initializing a V1 LLM engine (v0.9.1) with config: model='/m', "
+             "dtype=torch.bfloat16, max_seq_len=4096, tensor_parallel_size=2, enforce_eager=False"]
+    for line, engine in zip(lines, ("sglang", "vllm")):
+        recs = read_lines([line]).records
+        first = extract_config(recs, engine, None)
+        want = {k: (list(v) if isinstance(v, list) else v) for k, v in first.raw.items()}
+        assert want
+        for v in first.raw.values():
+            if isinstance(v, list):
+                v.append("changed")
+        first.raw["tp_size"] = 99
+        first.raw.clear()
+        again = extract_config(recs, engine, None)
+        assert again.raw == want and again.raw is not first.raw
