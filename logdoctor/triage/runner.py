@@ -256,17 +256,24 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
     ctx = mp.get_context("fork" if fork else "spawn")
     if fork:
         _warm()     # rules, classifier and prefilter load once, here; the workers share them copy-on-write
+        import gc
+        gc.freeze()     # ... and a worker's garbage collections do not touch (and so copy) every inherited page
     # biggest first: the long tasks start early, the small ones fill the gaps
     order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=None if fork else _warm) as ex:
-        futs = {ex.submit(process_spec, specs[i], i, year): i for i in order}
-        if while_waiting is not None:
-            while_waiting()
-        for f in as_completed(futs):
-            r = f.result()
-            results.append(r)
-            if progress:
-                progress(specs[futs[f]], r)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=None if fork else _warm) as ex:
+            futs = {ex.submit(process_spec, specs[i], i, year): i for i in order}
+            if while_waiting is not None:
+                while_waiting()
+            for f in as_completed(futs):
+                r = f.result()
+                results.append(r)
+                if progress:
+                    progress(specs[futs[f]], r)
+    finally:
+        if fork:
+            import gc
+            gc.unfreeze()   # the caller's process collects as before
     return sorted(results, key=lambda r: r.index)
 
 
