@@ -277,6 +277,10 @@ def run(root: Path, drain_mb: int, skip_dask: bool, repeat: int = 3) -> dict:
     res["ratios"] = {"jobs2_vs_jobs1": t1 / t2, "jobs2_vs_drain3": dr / t2, "jobs2_vs_grep": g / t2}
     b1, b2 = min(r["s"] for r in samples[1]), min(r["s"] for r in samples[2])
     res["ratios_best"] = {"jobs2_vs_jobs1": b1 / b2, "jobs2_vs_drain3": dr / b2}
+    pairs = sorted(a["s"] / b["s"] for a, b in zip(samples[1], samples[2]))
+    res["ratios"]["jobs2_vs_jobs1_pairwise_median"] = pairs[len(pairs) // 2]
+    print(f"--jobs 2 vs --jobs 1, run by run (each pair back to back): {[round(x, 2) for x in pairs]}, median "
+          f"{pairs[len(pairs) // 2]:.2f}x")
     print(f"best of {repeat} (the least disturbed run of each): --jobs 1 {b1:.2f} s, --jobs 2 {b2:.2f} s "
           f"({total / 1e6 / b2:.0f} MB/s): {b1 / b2:.2f}x, {dr / b2:.1f}x Drain3")
     print(f"ratios (medians): --jobs 2 is {t1 / t2:.2f}x --jobs 1, {dr / t2:.1f}x Drain3, {g / t2:.2f}x grep -cE "
