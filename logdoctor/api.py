@@ -186,11 +186,16 @@ def cut_note(a: Attempt) -> str:
 def _tried_notes(tl: Timeline) -> list[str]:
     """What changed between the attempts in the window ("already tried: --disable-cuda-graph at attempt 3")."""
     from logdoctor import levers as lv
+    from logdoctor.config import comparable_levers
     notes = []
     known = [a for a in tl.attempts if a.config.known]
     for prev, cur in zip(known, known[1:]):
-        for lever, new in cur.config.levers.items():
-            old = prev.config.levers.get(lever)
+        pair = comparable_levers([prev.config, cur.config])
+        if pair is None:
+            continue        # nothing logged by both: no change can be told from a difference in what was logged
+        before, after = pair
+        for lever, new in after.items():
+            old = before.get(lever)
             if new == old or new is None:
                 continue
             flag = lv.flag_for(lever, tl.engine, tl.engine_version, cur.config.raw)

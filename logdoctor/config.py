@@ -26,6 +26,8 @@ class Config:
     sources: list[str] = field(default_factory=list)   # "server_args", "non-default args", "command line", ...
     truncated: bool = False
     line: int = 0                                        # the input line of the main dump (for evidence)
+    layers: list[tuple[int, str, dict]] = field(default_factory=list, repr=False)   # each source's own fields
+    version: str | None = None
 
     @property
     def known(self) -> bool:
@@ -35,7 +37,7 @@ class Config:
 def extract_config(records: list[Record], engine: str, version: str | None) -> Config:
     cfg = Config(engine=engine)
     eng = ENGINES.get(engine)   # its resolved-config hook, command-line grammar and whether its dump is complete
-    layers: list[tuple[int, dict]] = []
+    layers: list[tuple[int, str, dict]] = []     # (rank: later wins, source, values)
     for r in records:
         if r.transport != SERVICE or not r.msg:
             continue
@@ -44,45 +46,77 @@ def extract_config(records: list[Record], engine: str, version: str | None) -> C
             cfg.env.setdefault(k, v)
         if msg.startswith("server_args="):
             values, truncated = _dump("server_args", msg)
-            layers.append((3, values))
+            layers.append((3, "server_args", values))
             cfg.sources.append("server_args")
             cfg.truncated |= truncated
             cfg.line = r.line
         elif "non-default args:" in msg:
             values, truncated = _dump("non-default args", msg)
-            layers.append((3, values))
+            layers.append((3, "non-default args", values))
             cfg.sources.append("non-default args")
             cfg.truncated |= truncated
             cfg.line = r.line
         elif "Namespace(" in msg and ("args" in msg[:40]):
             from logdoctor.engines.config_dump import parse_namespace
             d = parse_namespace(msg)
-            layers.append((2, d.values))
+            layers.append((2, "Namespace", d.values))
             cfg.sources.append("Namespace")
             cfg.line = cfg.line or r.line
         elif "with config:" in msg and "LLM engine" in msg:
-            layers.append((1, dict(_vllm_engine_config(msg))))
+            layers.append((1, "engine config", dict(_vllm_engine_config(msg))))
             cfg.sources.append("engine config")
         elif _CMD.search(msg) and " --" in msg:
             from logdoctor.engines.config_dump import parse_command_line
             c = parse_command_line(msg, engine if eng is not None and eng.command_line else None)
             if c.args:
-                layers.append((0, dict(c.args)))
+                layers.append((0, "command line", dict(c.args)))
                 cfg.sources.append("command line")
                 cfg.env.update(c.env)
                 cfg.line = cfg.line or r.line
         elif eng is not None and eng.resolved_config is not None:
             resolved = eng.resolved_config(msg)
             if resolved:
-                layers.append((-1, resolved))   # only fills what nothing else set
-    for _, vals in sorted(layers, key=lambda x: x[0]):
-        for k, v in vals.items():
-            if v is None and k in cfg.raw:
-                continue
-            cfg.raw[k] = v
+                layers.append((-1, "resolved", resolved))   # only fills what nothing else set
+    cfg.layers = sorted(layers, key=lambda x: x[0])
+    cfg.version = version
+    cfg.raw = _merge(cfg.layers)
     from logdoctor import levers
-    cfg.levers = levers.levers_from_config(engine, version, cfg.raw, fill_defaults=eng is not None and eng.config_complete and cfg.known)
+    cfg.levers = levers.levers_from_config(engine, version, cfg.raw, fill_defaults=_fill(cfg))
     return cfg
+
+
+def _merge(layers: list[tuple[int, str, dict]], only: set[str] | None = None) -> dict[str, object]:
+    raw: dict[str, object] = {}
+    for _, source, vals in layers:
+        if only is not None and source not in only:
+            continue
+        for k, v in vals.items():
+            if v is None and k in raw:
+                continue
+            raw[k] = v
+    return raw
+
+
+def _fill(cfg: Config) -> bool:
+    eng = ENGINES.get(cfg.engine)
+    return eng is not None and eng.config_complete and cfg.known
+
+
+def comparable_levers(configs: list[Config]) -> list[dict[str, object]] | None:
+    """The levers of several attempts' configs, read from the sources they all logged, so that a difference is a
+    change of configuration and not of what was logged: vLLM's "with config:" line states the resolved dtype
+    (torch.bfloat16) where an attempt cut before it only has its non-default args, whose missing dtype means the
+    default, auto. None when the attempts share no source (nothing can be compared)."""
+    if not configs:
+        return []
+    common = set.intersection(*({src for _, src, _ in c.layers} for c in configs))
+    if not common:
+        return None
+    if all({src for _, src, _ in c.layers} == common for c in configs):
+        return [c.levers for c in configs]
+    from logdoctor import levers
+    return [levers.levers_from_config(c.engine, c.version, _merge(c.layers, common), fill_defaults=_fill(c))
+            for c in configs]
 
 
 def _dump(kind: str, msg: str) -> tuple[dict[str, object], bool]:

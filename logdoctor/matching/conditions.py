@@ -455,7 +455,9 @@ def leaf_attempts(val, ctx, compiled, scope):
     if "failed_min" in val and len(failed) < int(val["failed_min"]):
         return None
     if val.get("configs_differ"):
-        cfgs = {tuple(sorted((k, str(v)) for k, v in a.config.levers.items())) for a in failed if a.config.known}
+        from logdoctor.config import comparable_levers
+        seen = comparable_levers([a.config for a in failed if a.config.known]) or []
+        cfgs = {tuple(sorted((k, str(v)) for k, v in lv.items())) for lv in seen}
         if len(cfgs) < 2:
             return None
     if val.get("phases_differ"):
