@@ -106,10 +106,12 @@ def comparable_levers(configs: list[Config]) -> list[dict[str, object]] | None:
     """The levers of several attempts' configs, read from the sources they all logged, so that a difference is a
     change of configuration and not of what was logged: vLLM's "with config:" line states the resolved dtype
     (torch.bfloat16) where an attempt cut before it only has its non-default args, whose missing dtype means the
-    default, auto. None when the attempts share no source (nothing can be compared)."""
+    default, auto. The values an engine computes at start-up (SGLang's "max_total_num_tokens=..., max_running_requests
+    =..." line: the `resolved` layer) are not configuration: they follow the free memory, so they are left out.
+    None when the attempts share no source (nothing can be compared)."""
     if not configs:
         return []
-    common = set.intersection(*({src for _, src, _ in c.layers} for c in configs))
+    common = set.intersection(*({src for _, src, _ in c.layers} for c in configs)) - {"resolved"}
     if not common:
         return None
     if all({src for _, src, _ in c.layers} == common for c in configs):

@@ -66,3 +66,31 @@ def test_comparable_levers_uses_the_sources_both_logged():
     assert comparable_levers([a, a]) == [a.levers, a.levers]
     empty = extract_config(read_lines(["hello"]).records, "vllm", None)
     assert comparable_levers([a, empty]) is None      # nothing in common: nothing to compare
+
+
+def _sglang_attempt(pid: int, t0: int, mem: str, total: int, running: int) -> list[str]:
+    j = lambda s: f"2026-10-03T09:00:{t0 + s:02d}+0000 gn-4 python3[{pid}]: [2026-10-03 09:00:{t0 + s:02d}"  # noqa: E731
+    return [f"2026-10-03T09:00:{t0:02d}+0000 gn-4 systemd[1]: Started sglang.service - SGLang.",
+            j(1) + f"] server_args=ServerArgs(model_path='/models/m', tp_size=1, mem_fraction_static={mem}, "
+                   "max_running_requests=None, max_total_tokens=None, port=30000)",
+            j(2) + " TP0] Load weight begin. avail mem=78.10 GB",
+            j(3) + " TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=62.90 GB, "
+                   "mem usage=15.20 GB.",
+            j(4) + f" TP0] max_total_num_tokens={total}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                   f"max_running_requests={running}, context_len=131072, available_gpu_mem=6.10 GB",
+            j(5) + " TP0] Scheduler hit an exception: Traceback (most recent call last):",
+            j(5) + " TP0] RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+            f"2026-10-03T09:00:{t0 + 6:02d}+0000 gn-4 systemd[1]: sglang.service: Main process exited, code=exited, "
+            "status=1/FAILURE"]
+
+
+def test_values_the_engine_computed_are_not_changes():
+    """SGLang's "max_total_num_tokens=..., max_running_requests=..." line states what it computed from the free
+    memory; two starts of one config differ there by a few tokens, which no one tried."""
+    same = _sglang_attempt(300, 0, "0.85", 127488, 249) + _sglang_attempt(400, 20, "0.85", 127232, 248)
+    d = logdoctor.diagnose("\n".join(same) + "\n")
+    assert len(d.attempts) == 2
+    assert not [n for n in d.notes if "already tried" in n], d.notes
+    changed = _sglang_attempt(300, 0, "0.85", 127488, 249) + _sglang_attempt(400, 20, "0.8", 120000, 230)
+    d = logdoctor.diagnose("\n".join(changed) + "\n")
+    assert [n for n in d.notes if "already tried" in n] == ["already tried at attempt 2: --mem-fraction-static 0.85 → 0.8"]
