@@ -20,6 +20,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from checks import history_attempts
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reliability.md"
@@ -440,21 +441,13 @@ def _history(tmp_path) -> Path:
     return tmp_path / "hist.db"
 
 
-def _integrity(db: Path) -> int:
-    import sqlite3
-    con = sqlite3.connect(db)
-    try:
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
-    finally:
-        con.close()
 
 
 def test_row_history_locked(tmp_path, monkeypatch):
     """Another deploy hook holds the write lock longer than the busy timeout (60 s; 1 s here): the verdict is given,
     this attempt is not recorded, the database is untouched."""
     db = _history(tmp_path)
-    n = _integrity(db)
+    n = history_attempts(db)
     holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys\n"
                                "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
                                "c.execute('BEGIN IMMEDIATE')\nprint('held', flush=True)\nsys.stdin.read()\n", str(db)],
@@ -467,14 +460,14 @@ def test_row_history_locked(tmp_path, monkeypatch):
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
-    assert _integrity(db) == n
+    assert history_attempts(db) == n
 
 
 def test_row_history_read_only(tmp_path):
     """Works as root too: an unprivileged user (setpriv) meets a 0444 file it cannot write; where that user cannot
     run the checkout, the file is made immutable (chattr +i binds root too); failing both, SQLite opens it read-only."""
     db = _history(tmp_path)
-    n = _integrity(db)
+    n = history_attempts(db)
     args = ["explain", "--history", "hist.db", "seed.log"]
     if os.geteuid() != 0:
         db.chmod(0o444)
@@ -494,7 +487,7 @@ def test_row_history_read_only(tmp_path):
                 p = subprocess.run(drop + [sys.executable, "-m", "logdoctor", *args], cwd=shared, env=env,
                                    capture_output=True, timeout=120)
                 result = p.returncode, p.stdout.decode(), p.stderr.decode()
-                n_after = _integrity(shared / "hist.db")
+                n_after = history_attempts(shared / "hist.db")
             finally:
                 shutil.rmtree(shared)
             _same_verdict_as_clean(check_row("history-read-only", *result))
@@ -518,7 +511,7 @@ def test_row_history_read_only(tmp_path):
                                timeout=120)
             result = p.returncode, p.stdout.decode(), p.stderr.decode()
     _same_verdict_as_clean(check_row("history-read-only", *result))
-    assert _integrity(db) == n
+    assert history_attempts(db) == n
 
 
 def test_row_history_corrupt(tmp_path, monkeypatch):

@@ -9,12 +9,12 @@ import os
 import random
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from checks import history_attempts
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"
@@ -25,14 +25,6 @@ def _env(**kw) -> dict:
     return dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT), **kw)
 
 
-def _check(db: Path) -> int:
-    """integrity_check ok; returns the number of attempts."""
-    con = sqlite3.connect(db)
-    try:
-        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
-    finally:
-        con.close()
 
 
 # A writer that records batches of BATCH rows forever; with STOP_INSIDE set it announces (one byte on fd W) that it
@@ -78,18 +70,18 @@ def test_sigkill_inside_a_transaction_loses_only_that_attempt(tmp_path):
     p = subprocess.run([sys.executable, "-m", "logdoctor", "explain", "--history", str(db), str(SEED)],
                        capture_output=True, env=_env(), cwd=ROOT, timeout=120)
     assert p.returncode == 1, p.stderr
-    before = _check(db)
+    before = history_attempts(db)
     assert before >= 1
     p, r = _writer(db, batch=40, stop_inside=True)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     os.close(r)
-    assert _check(db) == before               # the half-written batch is gone, nothing else
+    assert history_attempts(db) == before               # the half-written batch is gone, nothing else
     # the database is usable at once: the next explain reads and records
     p = subprocess.run([sys.executable, "-m", "logdoctor", "explain", "--history", str(db), str(OTHER)],
                        capture_output=True, env=_env(), cwd=ROOT, timeout=120)
     assert p.returncode == 1 and b"warning" not in p.stderr, p.stderr
-    assert _check(db) > before
+    assert history_attempts(db) > before
 
 
 def test_sigkill_at_random_moments_never_corrupts(tmp_path):
@@ -108,7 +100,7 @@ def test_sigkill_at_random_moments_never_corrupts(tmp_path):
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
         os.close(r)
-        n = _check(db)
+        n = history_attempts(db)
         assert n % batch == 0 and n >= last, n   # whole transactions only, none lost once committed
         last = n
     assert last > 0
@@ -131,7 +123,7 @@ def test_full_disk_keeps_the_verdict_and_the_database(tmp_path, free_kib):
     p = subprocess.run([sys.executable, "-m", "logdoctor", "explain", "--history", str(db), str(SEED)],
                        capture_output=True, env=_env(), cwd=ROOT, timeout=120)
     assert p.returncode == 1, p.stderr
-    before = _check(db)
+    before = history_attempts(db)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     unshare = shutil.which("unshare")
@@ -158,7 +150,7 @@ def test_full_disk_keeps_the_verdict_and_the_database(tmp_path, free_kib):
     assert len(lines) == 1 and lines[0].startswith("logdoctor: warning: the history database ") and \
         ("not recorded" in lines[0] or "cannot be opened for writing" in lines[0]), err
     assert "Traceback" not in err
-    assert _check(after) == before                           # unchanged and whole
+    assert history_attempts(after) == before                           # unchanged and whole
 
 
 # ------------------------------------------------------------------------------------------------- the rule cache

@@ -17,6 +17,7 @@ import pytest
 
 pd = pytest.importorskip("pandas")
 
+from checks import read_pty  # noqa: E402
 from journal_export import journal_remote, make_journal, read_export, write_export  # noqa: E402
 
 import logdoctor  # noqa: E402
@@ -303,18 +304,9 @@ def test_progress_bar_on_a_terminal_only(archive):
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, timeout=300)
         os.close(slave)
-        chunks = []
-        while True:
-            try:
-                b = os.read(master, 65536)
-            except OSError:
-                break
-            if not b:
-                break
-            chunks.append(b)
+        err = read_pty(master).decode(errors="replace")
     finally:
         os.close(master)
-    err = b"".join(chunks).decode(errors="replace")
     assert p.returncode == 0
     assert "triage" in err and "files" in err and "B/s" in err     # files done, bytes, rate
 

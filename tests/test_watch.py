@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from checks import read_pty
 from hookstory import entries_from_short
 from journal_export import journal_remote, make_journal, write_export
 
@@ -206,18 +207,9 @@ def test_status_line_on_a_terminal(tmp_path):
     master, slave = pty.openpty()
     w = watch_cli("--journal-file", journal, "--timeout", "2.5", stderr=slave)
     os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    tty = read_pty(master).decode("utf-8", "replace")
     w.wait(timeout=30)
     os.close(master)
-    tty = b"".join(chunks).decode("utf-8", "replace")
     assert w.returncode == 5
     frames = [f for f in tty.split("\r") if f.strip()]
     assert len(frames) >= 2 and "\n" not in "".join(frames[:-1])        # one line, rewritten

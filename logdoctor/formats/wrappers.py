@@ -81,6 +81,15 @@ def unknown_rx(lead: str | None) -> re.Pattern | None:
     return rxcache.compile("^" + re.escape(lead).replace("N", r"\d+") + " ?")
 
 
+def _ranked(p, wrapper: str, n: str, body: str) -> None:
+    """A launcher's per-rank label (mpirun "[1,N]<stderr>:", torchrun "[defaultN]:", srun "N: "): the outermost
+    wrapper and rank win when labels nest."""
+    p.wrapper = p.wrapper or wrapper
+    p.rank = p.rank or f"rank{n}"
+    p.proc = p.proc or p.rank
+    p.body = body
+
+
 def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | None = None) -> Peeled:
     """Strip process-manager prefixes (they can nest: kubectl around torchrun around an engine line). A prefix that
     most lines share and no parser knows (`unknown`) is peeled too: it is a prefix by construction."""
@@ -105,17 +114,11 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
                 continue
             m = _MPI.match(body)
             if m:
-                p.wrapper = p.wrapper or "mpirun"
-                p.rank = p.rank or f"rank{m.group('rank')}"
-                p.proc = p.proc or p.rank
-                p.body = body[m.end():]
+                _ranked(p, "mpirun", m.group("rank"), body[m.end():])
                 continue
             m = _TORCHRUN.match(body)
             if m and m.group("group") != "rank":
-                p.wrapper = p.wrapper or "torchrun"
-                p.rank = p.rank or f"rank{m.group('n')}"
-                p.proc = p.proc or p.rank
-                p.body = body[m.end():]
+                _ranked(p, "torchrun", m.group("n"), body[m.end():])
                 continue
         elif c == "(" and (", ip=" in body[:120] or body.startswith(("(raylet", "(pid=", "(gcs_server", "(autoscaler"))):
             m = _RAY.match(body)
@@ -133,10 +136,7 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
         elif "srun" in kinds and c.isdigit():
             m = _SRUN.match(body)
             if m:
-                p.wrapper = p.wrapper or "srun"
-                p.rank = p.rank or f"rank{m.group('n')}"
-                p.proc = p.proc or p.rank
-                p.body = body[m.end():]
+                _ranked(p, "srun", m.group("n"), body[m.end():])
                 continue
         break
     if p.wrapper == "ray" or " [repeated " in p.body[-60:]:

@@ -123,15 +123,29 @@ def _store(path: Path, entry: dict) -> None:
         text = json.dumps(_encode(entry), separators=(",", ":"))
     except (TypeError, ValueError):
         return  # a value JSON cannot hold (a YAML date in a user rule): parse every run rather than guess
+    write_entry(path, text.encode(), keep=_KEEP)
+
+
+def write_entry(path: Path, data: bytes, keep: int | None = None) -> None:
+    """Write one cache entry atomically, mode 0600, and keep only the `keep` newest entries of its kind (the files
+    of its folder named like it up to the first "-": rules-*, hyperscan-*, ...). Never raises: a read-only home or
+    a full disk only costs the next run a rebuild."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        from logdoctor.atomic import write_text
-        write_text(path, text, mode=0o600)
-        old = sorted(path.parent.glob("rules-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for p in old[_KEEP:]:
-            p.unlink(missing_ok=True)
+        from logdoctor.atomic import write_bytes
+        write_bytes(path, data, mode=0o600)
+        if keep:
+            kind = path.name.split("-", 1)[0] + "-*" + path.suffix
+            old = sorted(path.parent.glob(kind), key=lambda p: p.stat().st_mtime, reverse=True)
+            for p in old[keep:]:
+                p.unlink(missing_ok=True)
     except OSError:
-        pass    # read-only home, full disk: the next run parses again
+        pass
+
+
+def read_entry(path: Path) -> bytes:
+    """A cache entry's bytes, only if this user wrote it (see `_read_own`)."""
+    return _read_own(path)
 
 
 def _read_own(path: Path) -> bytes:
@@ -209,11 +223,9 @@ def cached_json(path) -> object:
     value = json.loads(data)
     try:
         packed = _pack(value)
-        cpath.parent.mkdir(parents=True, exist_ok=True)
-        from logdoctor.atomic import write_bytes
-        write_bytes(cpath, packed, mode=0o600)
-    except (OSError, ValueError, TypeError):
-        pass
+    except (ValueError, TypeError):
+        return value
+    write_entry(cpath, packed)
     return value
 
 

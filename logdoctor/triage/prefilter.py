@@ -177,9 +177,9 @@ def _groups_path(raw: list[list[str]]):
 def _cached_groups(raw: list[list[str]]) -> Groups | None:
     import json
 
-    from logdoctor.matching.cache import _read_own
+    from logdoctor.matching.cache import read_entry
     try:
-        got = json.loads(_read_own(_groups_path(raw)))
+        got = json.loads(read_entry(_groups_path(raw)))
         kept = [list(x) for x in got]
         # only ever a subset of the candidates, in their order: a damaged entry cannot add a pattern
         if len(kept) == 4 and all(all(isinstance(p, str) for p in k) and set(k) <= set(r) for k, r in zip(kept, raw)):
@@ -192,16 +192,8 @@ def _cached_groups(raw: list[list[str]]) -> Groups | None:
 def _store_groups(raw: list[list[str]], got: Groups) -> None:
     import json
 
-    from logdoctor.atomic import write_text
-    path = _groups_path(raw)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, json.dumps([got.boundary, got.signal, got.relevant, got.keywords]), mode=0o600)
-        old = sorted(path.parent.glob("prefilter-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for p in old[4:]:
-            p.unlink(missing_ok=True)
-    except Exception:  # noqa: BLE001, S110 - a read-only home, a full disk: probe again next time
-        pass
+    from logdoctor.matching.cache import write_entry
+    write_entry(_groups_path(raw), json.dumps([got.boundary, got.signal, got.relevant, got.keywords]).encode(), keep=4)
 
 
 def _alt(ps: list[str]) -> str:
@@ -321,9 +313,9 @@ FORMAT = 1      # of the cached database's key
 
 def _cached_database(hyperscan, exprs: list[bytes], flags: list[int]):
     """The cached database, or None (absent, not this user's file, or refused by Hyperscan's own checks)."""
-    from logdoctor.matching.cache import _read_own
+    from logdoctor.matching.cache import read_entry
     try:
-        db = hyperscan.loadb(_read_own(_database_path(hyperscan, exprs, flags)), mode=hyperscan.HS_MODE_BLOCK)
+        db = hyperscan.loadb(read_entry(_database_path(hyperscan, exprs, flags)), mode=hyperscan.HS_MODE_BLOCK)
         db.scratch = hyperscan.Scratch(db)      # a loaded database comes without one
         db.scan(b"x\n", match_event_handler=lambda *a: None)
         return db
@@ -332,16 +324,12 @@ def _cached_database(hyperscan, exprs: list[bytes], flags: list[int]):
 
 
 def _store_database(hyperscan, exprs: list[bytes], flags: list[int], db) -> None:
-    from logdoctor.atomic import write_bytes
-    path = _database_path(hyperscan, exprs, flags)
+    from logdoctor.matching.cache import write_entry
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, hyperscan.dumpb(db), mode=0o600)
-        old = sorted(path.parent.glob("hyperscan-*.db"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for p in old[4:]:
-            p.unlink(missing_ok=True)
-    except Exception:  # noqa: BLE001, S110 - a read-only home, a full disk: compile again next time
-        pass
+        data = hyperscan.dumpb(db)
+    except Exception:  # noqa: BLE001 - a database the library cannot serialise: compile again next time
+        return
+    write_entry(_database_path(hyperscan, exprs, flags), data, keep=4)
 
 
 def best_engine() -> str:
