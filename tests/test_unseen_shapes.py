@@ -300,3 +300,19 @@ def test_restart_loop_attempts_are_counted_from_their_first_start_line():
     log = Path(__file__).resolve().parents[1] / "fixtures/journals/rf-vllm-weights_oom-restart-loop/journal.log"
     df = run([str(log)], jobs=1).frame
     assert list(df["outcome"]) == ["failed", "failed", "in_progress"]
+
+
+def test_supervisor_stdout_prefix_is_peeled():
+    """supervisord's supervisor-stdout listener prefixes program output with "name stream | " ("sglang stderr | ");
+    it is the compose shape with the stream named. Unpeeled, the config dump was missed, the two attempts read as one
+    and the traceback's final error as absent."""
+    from pathlib import Path
+
+    import logdoctor
+    d = logdoctor.diagnose(Path(__file__).resolve().parents[1] /
+                           "fixtures/journals/rf-sglang-distributed_init-supervisor-stdout/journal.log")
+    assert d.failed and d.cause == "distributed_init" and d.phase == "dist_init"
+    assert len(d.attempts) == 2 and d.rank == "TP0"
+    assert d.config.get("tp_size") == 4 and d.window["start_seen"]          # the config dump was read
+    assert all("stderr |" not in e.text for e in d.evidence)
+    assert not d.window["cut"]

@@ -12,8 +12,9 @@ _TS = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9
 _GENERIC = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$")
 _TGI_NATIVE = rxcache.compile(r"^ ?(?:TRACE|DEBUG|INFO|WARN|ERROR) [a-z_][\w:\-]*(?:\{[^}]*\})?: ")
 # "name  | msg": docker compose ("svc-1  | "), and process managers of the same shape, e.g. pm2 ("0|app  | ",
-# its own lines "PM2        | "); the pm2 process id before the name is part of the writer's label
-_COMPOSE = rxcache.compile(r"^(?P<name>(?:\d{1,4}\|)?[A-Za-z0-9][\w.-]*?)\s+\| ?(?P<msg>.*)$")
+# its own lines "PM2        | "; the pm2 process id before the name is part of the writer's label) and supervisord's
+# supervisor-stdout event listener, which names the stream too ("sglang stderr | "; the stream is not the writer)
+_COMPOSE = rxcache.compile(r"^(?P<name>(?:\d{1,4}\|)?[A-Za-z0-9][\w.-]*?)(?: (?:stdout|stderr))?\s+\| ?(?P<msg>.*)$")
 
 
 def parse_timestamped(line: str) -> Outer | None:
