@@ -20,7 +20,7 @@ from logdoctor.matching.rank import Candidate, candidates
 from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
 from logdoctor.timeline import Attempt, Timeline, build
-from logdoctor.vocab import UNKNOWN
+from logdoctor.vocab import TIERS, UNKNOWN
 
 UNKNOWN_COLLECT = ("journalctl -u UNIT -n 1000 --no-pager", "journalctl -k -b --no-pager | grep -E 'NVRM|oom|Killed'",
                    "nvidia-smi -q")
@@ -105,11 +105,20 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                          explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT), notes=head + tail,
                          attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
     win = v.winner
+    base_conf = v.confidence
+    carried = _from_earlier(per_attempt, vi, win)
+    seen = a
+    if carried is not None:
+        generic = win.rule.title
+        win, seen = carried
+        base_conf = min(base_conf, win.rule.confidence)
+        head = head + [f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
+                       f"same phase with more detail; this attempt shows only {generic}"]
     phase = a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
         phase = win.rule.phases[0]
-    evidence, derived = _evidence(win, a)
+    evidence, derived = _evidence(win, seen)
     vars_ = _vars(win, a, tl)
     explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
     if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
@@ -119,7 +128,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
-    conf, why_low = calibration.adjust(v.confidence, rule_candidates=cands, winner=win, evidence=evidence)
+    conf, why_low = calibration.adjust(base_conf, rule_candidates=cands, winner=win, evidence=evidence)
     if window["cut"]:
         conf = round(min(conf * 0.85, 0.7), 2)
     low = [f"confidence lowered: {why_low}"] if why_low else []
@@ -226,6 +235,30 @@ def _exc_text(b) -> str:
     s = b.final
     text = f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg
     return text.splitlines()[0] if text else b.header
+
+
+def _from_earlier(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, win: Candidate
+                  ) -> tuple[Candidate, Attempt] | None:
+    """A generic verdict on a restart of an unchanged configuration takes the mechanism an earlier attempt showed.
+    Engines often print the telling detail only once: NCCL's WARN about the /dev/shm segment it could not grow or the
+    interface it picked, before the respawn dies with a bare "unhandled system error". Same configuration (over the
+    sources both attempts logged), same failure phase, same cause, a rule of a stronger tier: that rule, with its
+    evidence from that attempt. Nothing carries across a changed flag."""
+    from logdoctor.config import comparable_levers
+    order = list(TIERS)
+    if win.rule.tier not in ("generic", "fallback"):
+        return None
+    a = per_attempt[vi][0]
+    for e, cands in reversed(per_attempt[:vi]):
+        if not e.failed or e.phase != a.phase:
+            continue
+        pair = comparable_levers([e.config, a.config])
+        if pair is None or pair[0] != pair[1]:
+            continue
+        better = [c for c in cands if c.cause == win.cause and order.index(c.rule.tier) < order.index(win.rule.tier)]
+        if better:
+            return max(better, key=lambda c: c.score), e
+    return None
 
 
 def _evidence(win: Candidate, a: Attempt) -> tuple[list[Evidence], list[str]]:

@@ -316,3 +316,24 @@ def test_supervisor_stdout_prefix_is_peeled():
     assert d.config.get("tp_size") == 4 and d.window["start_seen"]          # the config dump was read
     assert all("stderr |" not in e.text for e in d.evidence)
     assert not d.window["cut"]
+
+
+def test_a_restart_of_the_same_config_keeps_the_mechanism_an_earlier_attempt_showed():
+    """NCCL printed its /dev/shm WARN on the first failure only; the respawn died with the bare "unhandled system
+    error". With the configuration unchanged and the same phase, the verdict keeps the earlier attempt's mechanism
+    (its evidence, a note saying so); after a changed flag it does not."""
+    from pathlib import Path
+
+    import logdoctor
+    log = Path(__file__).resolve().parents[1] / "fixtures/journals/rf-sglang-distributed_init-supervisor-stdout/journal.log"
+    d = logdoctor.diagnose(log)
+    assert d.rule == "any.shm.too-small" and d.attempt_index == 1
+    assert d.evidence and d.evidence[0].line < 63 and "/dev/shm" in d.evidence[0].text   # quoted from attempt 1
+    assert any(n.startswith("the mechanism is from attempt 1") for n in d.notes)
+    text = log.read_text()
+    cut = text.index("server_args=", text.index("server_args=") + 1)           # attempt 2's dump
+    changed = text[:cut] + text[cut:].replace("mem_fraction_static=0.85", "mem_fraction_static=0.8", 1)
+    assert changed != text
+    d2 = logdoctor.diagnose(changed)
+    assert d2.cause == "distributed_init" and d2.rule == "any.nccl.error"
+    assert not any(n.startswith("the mechanism is from attempt") for n in d2.notes)
