@@ -12,7 +12,7 @@ import click
 from logdoctor.commands.history import history_options, open_from_options
 
 
-@click.command("preflight", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command("preflight", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="UNIT_FILE | -- COMMAND ...")
 @click.option("--engine", type=click.Choice(["auto", "sglang", "vllm"]), default="auto", show_default=True)
 @click.option("--model-config", help="config.json or a model folder (else the command's local --model-path)")
@@ -44,10 +44,10 @@ def preflight_cmd(args, engine, model_config, draft_config, nvidia_smi_xml, gpu_
 
     argv = list(args)
     unit_file = None
-    if argv and argv[0] == "--":     # click keeps a `--` only when it follows another argument
-        argv = argv[1:]
-    elif len(argv) == 1 and "--" not in sys.argv:
-        unit_file, argv = argv[0], []
+    if "--" not in sys.argv[1:]:     # click drops the `--`; without one the only argument is a unit file
+        if len(argv) > 1:
+            raise UsageError(f"unexpected {argv[1]!r}: give one UNIT_FILE, or the command after `--`")
+        unit_file, argv = (argv[0] if argv else None), []
     if unit_file is None and not argv:
         raise UsageError("no command: give a UNIT_FILE or `-- COMMAND ...`")
     store = open_from_options(history_path, no_history)

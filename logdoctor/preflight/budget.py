@@ -40,6 +40,13 @@ class Finding:
     message: str
     lever: str | None = None
     target: object = None   # the value that fits (sized from the shortfall)
+    more: list[tuple[str, object]] = field(default_factory=list)   # other levers that fit, in order of preference
+    sizable: bool = False   # a risky finding that a lever change removes (sized like a no-go)
+
+    @property
+    def changes(self) -> list[tuple[str, object]]:
+        first = [(self.lever, self.target)] if self.lever and self.target is not None else []
+        return first + [c for c in self.more if c not in first]
 
 
 @dataclass
@@ -163,7 +170,7 @@ def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None =
     if w >= before:
         b.findings.append(Finding("no-go", "weights_oom", "weight_load",
                                   f"the weights per GPU ({_g(w)}) exceed the memory free before loading "
-                                  f"({_g(before)})", "tp_size", _tp_that_fits(model, w * tp, before, tp, pp)))
+                                  f"({_g(before)})",))
         return b
     gpu_mib = gpu_bytes / (1 << 20)
     frac = _float(raw.get("mem_fraction_static"), None)
@@ -200,17 +207,13 @@ def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None =
     b.add("context_length", ctx, "tokens", "--context-length" if raw.get("context_length") else
           "max_position_embeddings of config.json (SGLang's default)")
     if tokens <= 0:
-        need = ctx * cell + (before * frac - w - rest if model.hybrid else 0)
         b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
                                   f"nothing is left for the KV pool: {_g(rest)} after the weights at "
-                                  f"mem_fraction_static={frac} (SGLang: 'Not enough memory')", "mem_fraction",
-                                  _sglang_fraction_for(w, before, rest, frac, ctx * cell)))
-        _ = need
+                                  f"mem_fraction_static={frac} (SGLang: 'Not enough memory')"))
     elif ctx and tokens < ctx:
         b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
                                   f"the pool holds {tokens} tokens, fewer than one request of --context-length "
-                                  f"{ctx}: SGLang starts but caps inputs at {tokens - 1} tokens", "mem_fraction",
-                                  _sglang_fraction_for(w, before, rest, frac, ctx * cell)))
+                                  f"{ctx}: SGLang starts but caps inputs at {tokens - 1} tokens", sizable=True))
     margin = oh.value("sglang", "risky_margin")
     if tokens > 0 and ctx and ctx <= tokens < ctx * (1 + margin):
         b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
@@ -260,23 +263,6 @@ def _sglang_linear_state(b: Budget, model: ModelSpec, raw: dict, tp: int, rest: 
     return left
 
 
-def _sglang_fraction_for(w: float, before: float, rest: float, frac: float, need: float) -> float | None:
-    """The smallest static fraction whose pool holds `need` more bytes than now, two decimals, rounded up."""
-    import math
-    want = frac + (need - rest) / before if need > rest else frac
-    f = math.ceil(want * 100) / 100
-    return f if f <= 0.95 else None
-
-
-def _tp_that_fits(model: ModelSpec, total_w: float, before: float, tp: int, pp: int) -> int | None:
-    t = tp * 2
-    while t <= 64:
-        if total_w / (t * pp) < 0.9 * before and model.num_kv_heads * 8 >= t:
-            return t
-        t *= 2
-    return None
-
-
 def _sglang_graphs(b: Budget, model: ModelSpec, raw: dict, before: float, frac: float, chunk: int,
                    graph_bs: int) -> None:
     """What is left outside the static share must hold the prefill activations and the decode CUDA graphs."""
@@ -324,7 +310,7 @@ def vllm(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = N
     if w >= requested:
         b.findings.append(Finding("no-go", "weights_oom", "weight_load",
                                   f"the weights per GPU ({_g(w)}) exceed gpu_memory_utilization x total "
-                                  f"({_g(requested)})", "tp_size", _tp_that_fits(model, w * tp, requested, tp, pp)))
+                                  f"({_g(requested)})",))
         return b
     nt = oh.value("vllm", "non_torch", version) + oh.value("vllm", "non_torch_per_extra_rank") * (tp - 1)
     b.add("non_torch", nt / GIB, "GiB", "CUDA context + NCCL (assumed; overheads table)")
@@ -366,15 +352,11 @@ def vllm(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = N
     if avail <= 0:
         b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
                                   f"no memory is left for the KV cache ({_g(avail)}; vLLM: 'No available memory for "
-                                  "the cache blocks')", "mem_fraction", _vllm_util_for(util, total, avail, need)))
+                                  "the cache blocks')"))
     elif need > avail:
-        fit = int((avail - state) // cell) if cell else 0
         b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
                                   f"one request of max_model_len {ctx} needs {_g(need)} of KV cache, more than the "
-                                  f"{_g(avail)} available (vLLM's own start-up check)", "mem_fraction",
-                                  _vllm_util_for(util, total, avail, need)))
-        b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool", "", "context_length",
-                                  (fit // 1024) * 1024 if fit > 2048 else fit))
+                                  f"{_g(avail)} available (vLLM's own start-up check)"))
     elif need > avail * (1 - oh.value("vllm", "risky_margin")):
         b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
                                   f"one request of max_model_len {ctx} ({_g(need)}) is within "
@@ -382,12 +364,56 @@ def vllm(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = N
     return b
 
 
-def _vllm_util_for(util: float, total: float, avail: float, need: float) -> float | None:
-    import math
-    want = util + (need - avail) / total
-    f = math.ceil(want * 100) / 100
-    return f if f <= 0.98 else None
+_FLAG = {"sglang": {"mem_fraction": "mem_fraction_static", "tp_size": "tp_size", "context_length": "context_length"},
+         "vllm": {"mem_fraction": "gpu_memory_utilization", "tp_size": "tensor_parallel_size",
+                  "context_length": "max_model_len"}}
 
 
-def compute(engine: str, model: ModelSpec, raw: dict, gpu_bytes: int, **kw) -> Budget:
-    return (sglang if engine == "sglang" else vllm)(model, raw, gpu_bytes, **kw)
+def compute(engine: str, model: ModelSpec, raw: dict, gpu_bytes: int, *, size: bool = True, **kw) -> Budget:
+    """The budget; with `size`, each no-go finding also gets the values that make it fit, found by recomputing the
+    same budget with one lever changed (the smallest static fraction, the smallest TP, the longest context)."""
+    b = (sglang if engine == "sglang" else vllm)(model, raw, gpu_bytes, **kw)
+    if size:
+        for f in b.findings:
+            if (f.level == "no-go" or f.sizable) and f.cause in ("kv_cache_oom", "weights_oom"):
+                f.more = _sized(engine, model, raw, gpu_bytes, kw, f)
+    return b
+
+
+def _fits(engine: str, model: ModelSpec, raw: dict, gpu_bytes: int, kw: dict, change: dict) -> Budget | None:
+    b = compute(engine, model, {**raw, **change}, gpu_bytes, size=False, **kw)
+    return None if any(f.level == "no-go" or f.sizable for f in b.findings) else b
+
+
+def _sized(engine: str, model: ModelSpec, raw: dict, gpu_bytes: int, kw: dict, f: Finding) -> list[tuple[str, object]]:
+    names = _FLAG[engine]
+    out: list[tuple[str, object]] = []
+    cur = b0 = compute(engine, model, raw, gpu_bytes, size=False, **kw)
+    frac = cur.values.get("mem_fraction_static", cur.values.get("gpu_memory_utilization", 0.9))
+    if f.cause == "kv_cache_oom":
+        top = 0.95 if engine == "sglang" else 0.98
+        x = round(frac + 0.01, 2)
+        while x <= top:
+            if _fits(engine, model, raw, gpu_bytes, kw, {names["mem_fraction"]: x}):
+                out.append(("mem_fraction", x))
+                break
+            x = round(x + 0.01, 2)
+    tp = _int(raw.get(names["tp_size"]), 1)
+    t = tp * 2
+    while t <= 16:
+        if model.num_heads % t == 0 and _fits(engine, model, raw, gpu_bytes, kw, {names["tp_size"]: t}):
+            out.append(("tp_size", t))
+            break
+        t *= 2
+    if f.cause == "kv_cache_oom":
+        ctx = b0.values.get("context_length") or b0.values.get("max_model_len") or 0
+        lo, hi = 0, int(ctx)
+        while hi - lo > 256:      # the longest context (multiple of 256) that passes the same budget
+            mid = (lo + hi) // 2 // 256 * 256 or 256
+            if _fits(engine, model, raw, gpu_bytes, kw, {names["context_length"]: mid}):
+                lo = mid
+            else:
+                hi = mid
+        if lo >= 256:
+            out.append(("context_length", lo // 1024 * 1024 if lo >= 4096 else lo))
+    return out

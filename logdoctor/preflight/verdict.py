@@ -83,18 +83,20 @@ def _fixes(engine: str, findings: list[Finding], raw: dict, levers: dict, tried:
     from logdoctor.timeline import Attempt, Timeline
 
     fixes: list[Fix] = []
-    for f in findings:
-        if f.lever is None or f.target is None:
+    seen: set[str] = set()
+    for lever, target in [c for f in findings for c in f.changes]:
+        if lever in seen:
             continue
-        value = _untried(f.lever, f.target, tried.get(f.lever, set()))
+        seen.add(lever)
+        value = _untried(lever, target, tried.get(lever, set()))
         if value is None:
             continue
         why = {"mem_fraction": "the smallest static share whose pool holds one request of the context length",
-               "tp_size": "the tensor-parallel size at which the weights fit",
+               "tp_size": "the smallest tensor-parallel size at which the budget fits",
                "context_length": "the longest context the pool holds",
                "graph_max_bs": "the largest captured batch whose graphs fit outside the static share"}.get(
-                   f.lever, "sized from the shortfall")
-        fixes.append(Fix(f.lever, "set", value=value, why=why))
+                   lever, "sized from the shortfall")
+        fixes.append(Fix(lever, "set", value=value, why=why))
     if not fixes:
         return [], []
     cfg = Config(engine=engine, raw=dict(raw), levers=dict(levers), sources=["command line"], version=version)
