@@ -156,7 +156,9 @@ def sglang_auto_fraction(gpu_mib: float, raw: dict, tp: int, pp: int, mla: bool)
 
 
 def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = None, other_used: int = 0,
-           draft: ModelSpec | None = None) -> Budget:
+           draft: ModelSpec | None = None, readings: dict | None = None) -> Budget:
+    """`readings` ({"avail_before": bytes, "weights": bytes}) replaces the predicted memory before loading and the
+    weights with what a log printed: the engine's formula over its own numbers (tools/preflight_validate.py)."""
     b = Budget("sglang", version)
     tp, pp = max(_int(raw.get("tp_size"), 1), 1), max(_int(raw.get("pp_size"), 1), 1)
     total = _torch_total(b, "sglang", gpu_bytes, other_used)
@@ -167,6 +169,9 @@ def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None =
                    + (f" - {tp - 1} x {_g(per_rank)} NCCL buffers (assumed)" if tp > 1 else "")
                    + "; the engine prints it as 'Load weight begin. avail mem='") * GIB
     w = weights_per_gpu(b, model, tp, pp, draft)
+    if readings:
+        before = b.add("avail_before_load", readings["avail_before"] / GIB, "GiB", "read from the log") * GIB
+        w = b.add("weights", readings["weights"] / GIB, "GiB", "read from the log") * GIB
     if w >= before:
         b.findings.append(Finding("no-go", "weights_oom", "weight_load",
                                   f"the weights per GPU ({_g(w)}) exceed the memory free before loading "
