@@ -25,8 +25,9 @@ def pf(*args, history: Path | None = None) -> subprocess.CompletedProcess:
         argv = argv[:i] + hist + argv[i:]
     else:
         argv += hist
-    return subprocess.run([sys.executable, "-m", "logdoctor", "preflight", *argv], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "logdoctor", "preflight", *argv], capture_output=True, text=True, timeout=120
+    )
 
 
 def js(p: subprocess.CompletedProcess) -> dict:
@@ -43,19 +44,43 @@ SGLANG = ["python3", "-m", "sglang.launch_server", "--model-path", "/models/m"]
 def test_seed_attempt1_command_budget_is_shown_with_derivations():
     """Attempt 1 of the seed story on its own host: the hybrid model's budget (linear-attention state, speculative
     state, full-attention KV) is printed line by line with how each number was obtained."""
-    p = pf(SEED / "sglang-qwen.service", "--model-config", MODELS / "Qwen3-Next-80B-A3B-Instruct",
-           "--nvidia-smi-xml", SEED / "h200-qwen-03.xml", "--no-kernel-log")
+    p = pf(
+        SEED / "sglang-qwen.service",
+        "--model-config",
+        MODELS / "Qwen3-Next-80B-A3B-Instruct",
+        "--nvidia-smi-xml",
+        SEED / "h200-qwen-03.xml",
+        "--no-kernel-log",
+    )
     assert p.returncode in (0, 1, 3), p.stderr
-    for key in ("avail_before_load", "weights", "pool_memory", "linear_state_per_request", "speculative_state",
-                "state_slots", "kv_bytes_per_token", "pool_tokens", "cuda_graphs"):
+    for key in (
+        "avail_before_load",
+        "weights",
+        "pool_memory",
+        "linear_state_per_request",
+        "speculative_state",
+        "state_slots",
+        "kv_bytes_per_token",
+        "pool_tokens",
+        "cuda_graphs",
+    ):
         assert f"  {key} " in p.stdout
     assert "12 full-attention layers x 1 KV heads/GPU x (K 256 + V 256) x 2 B" in p.stdout
     assert "does not guarantee fitting the longest prompt under load" in p.stdout
 
 
 def test_seed_host_with_its_kernel_log_is_no_go_hardware_fault():
-    p = pf(SEED / "sglang-qwen.service", "--model-config", MODELS / "Qwen3-Next-80B-A3B-Instruct",
-           "--nvidia-smi-xml", SEED / "h200-qwen-03.xml", "--kernel-log", SEED / "kernel.log", "--format", "json")
+    p = pf(
+        SEED / "sglang-qwen.service",
+        "--model-config",
+        MODELS / "Qwen3-Next-80B-A3B-Instruct",
+        "--nvidia-smi-xml",
+        SEED / "h200-qwen-03.xml",
+        "--kernel-log",
+        SEED / "kernel.log",
+        "--format",
+        "json",
+    )
     assert p.returncode == 1, p.stderr
     d = js(p)
     assert (d["verdict"], d["cause"]) == ("no-go", "hardware_fault")
@@ -67,10 +92,21 @@ def test_seed_host_with_its_kernel_log_is_no_go_hardware_fault():
 def test_xid_on_a_gpu_the_command_does_not_use_is_not_held_against_it(tmp_path):
     """The Xid is on bus ab (GPU 1): a TP1 command pinned to GPU 0 (bus 18) on the same host is not blamed."""
     unit = tmp_path / "one.service"
-    unit.write_text("[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0\nExecStart=python3 -m sglang.launch_server "
-                    "--model-path /models/m --context-length 32768\n")
-    p = pf(unit, "--model-config", MODELS / "Llama-3.1-8B-Instruct", "--nvidia-smi-xml", SEED / "h200-qwen-03.xml",
-           "--kernel-log", SEED / "kernel.log", "--format", "json")
+    unit.write_text(
+        "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0\nExecStart=python3 -m sglang.launch_server "
+        "--model-path /models/m --context-length 32768\n"
+    )
+    p = pf(
+        unit,
+        "--model-config",
+        MODELS / "Llama-3.1-8B-Instruct",
+        "--nvidia-smi-xml",
+        SEED / "h200-qwen-03.xml",
+        "--kernel-log",
+        SEED / "kernel.log",
+        "--format",
+        "json",
+    )
     assert js(p)["cause"] != "hardware_fault", p.stdout
 
 
@@ -79,22 +115,49 @@ def test_xid_on_a_gpu_the_command_does_not_use_is_not_held_against_it(tmp_path):
 
 
 def test_sglang_pool_that_cannot_exist_is_no_go_with_the_tp_that_fits():
-    p = pf("--model-config", MODELS / "Llama-3.3-70B-Instruct", "--gpu-memory", H100, "--gpus", 4,
-           "--no-kernel-log", "--format", "json", "--", *SGLANG, "--tp", "2", "--mem-fraction-static", "0.8",
-           "--context-length", "131072")
+    p = pf(
+        "--model-config",
+        MODELS / "Llama-3.3-70B-Instruct",
+        "--gpu-memory",
+        H100,
+        "--gpus",
+        4,
+        "--no-kernel-log",
+        "--format",
+        "json",
+        "--",
+        *SGLANG,
+        "--tp",
+        "2",
+        "--mem-fraction-static",
+        "0.8",
+        "--context-length",
+        "131072",
+    )
     assert p.returncode == 1
     d = js(p)
     assert (d["verdict"], d["cause"], d["phase"]) == ("no-go", "kv_cache_oom", "memory_pool")
     assert d["budget"]["per_gpu"]["pool_memory"] < 0
-    assert {"lever": "tp_size", "flag": "--tp-size", "from": 2, "to": 4} == {k: d["fixes"][0][k] for k in
-                                                                             ("lever", "flag", "from", "to")}
+    assert {"lever": "tp_size", "flag": "--tp-size", "from": 2, "to": 4} == {
+        k: d["fixes"][0][k] for k in ("lever", "flag", "from", "to")
+    }
 
 
 def test_sglang_static_fraction_sized_from_the_shortfall():
     """Llama-3.1-8B at 0.6 on an L40S holds fewer tokens than one 131072 request: the fix is the smallest
     fraction that holds it, and that fraction passes the same budget while 0.01 less does not."""
-    args = ["--model-config", MODELS / "Llama-3.1-8B-Instruct", "--gpu-memory", "46068MiB", "--gpus", 1,
-            "--no-kernel-log", "--format", "json", "--"]
+    args = [
+        "--model-config",
+        MODELS / "Llama-3.1-8B-Instruct",
+        "--gpu-memory",
+        "46068MiB",
+        "--gpus",
+        1,
+        "--no-kernel-log",
+        "--format",
+        "json",
+        "--",
+    ]
     cmd = [*SGLANG, "--context-length", "131072"]
     d = js(pf(*args, *cmd, "--mem-fraction-static", "0.6"))
     assert d["verdict"] == "risky" and d["cause"] == "kv_cache_oom"
@@ -108,8 +171,23 @@ def test_sglang_static_fraction_sized_from_the_shortfall():
 
 def test_sglang_pool_matches_the_recorded_h200_start():
     """fixtures/journals/gpu-real/healthy (recorded on an H200): Llama-3.1-8B at 0.88 -> 876,990 tokens."""
-    d = js(pf("--model-config", MODELS / "Llama-3.1-8B-Instruct", "--gpu-memory", H200, "--gpus", 1,
-              "--no-kernel-log", "--format", "json", "--", *SGLANG, "--mem-fraction-static", "0.88"))
+    d = js(
+        pf(
+            "--model-config",
+            MODELS / "Llama-3.1-8B-Instruct",
+            "--gpu-memory",
+            H200,
+            "--gpus",
+            1,
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            *SGLANG,
+            "--mem-fraction-static",
+            "0.88",
+        )
+    )
     per = d["budget"]["per_gpu"]
     assert abs(per["weights"] - 14.96) / 14.96 < 0.02
     assert abs(per["pool_tokens"] - 876990) / 876990 < 0.05
@@ -118,6 +196,7 @@ def test_sglang_pool_matches_the_recorded_h200_start():
 
 def test_hybrid_model_kv_counts_only_full_attention_layers():
     from logdoctor.preflight import model as mdl
+
     spec, _ = mdl.load(MODELS / "Qwen3-Next-80B-A3B-Instruct")
     assert (spec.full_attention_layers, spec.linear_layers) == (12, 36)
     # 12 layers x 2 KV heads / TP2 x (256 + 256) x 2 bytes
@@ -128,6 +207,7 @@ def test_hybrid_model_kv_counts_only_full_attention_layers():
 
 def test_mla_kv_is_one_latent_per_layer_not_split_by_tp():
     from logdoctor.preflight import model as mdl
+
     spec, _ = mdl.load(MODELS / "DeepSeek-V3-0324")
     assert spec.kv_bytes_per_token(8, 2) == spec.kv_bytes_per_token(1, 2) == 61 * (512 + 64) * 2
 
@@ -137,9 +217,25 @@ def test_mla_kv_is_one_latent_per_layer_not_split_by_tp():
 
 
 def test_vllm_max_model_len_that_does_not_fit_is_no_go_with_sized_fixes():
-    p = pf("--model-config", MODELS / "Llama-3.3-70B-Instruct", "--gpu-memory", "81920MiB", "--gpus", 2,
-           "--no-kernel-log", "--format", "json", "--", "vllm", "serve", "meta-llama/Llama-3.3-70B-Instruct",
-           "-tp", "2", "--max-model-len", "131072")
+    p = pf(
+        "--model-config",
+        MODELS / "Llama-3.3-70B-Instruct",
+        "--gpu-memory",
+        "81920MiB",
+        "--gpus",
+        2,
+        "--no-kernel-log",
+        "--format",
+        "json",
+        "--",
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "-tp",
+        "2",
+        "--max-model-len",
+        "131072",
+    )
     assert p.returncode == 1
     d = js(p)
     assert (d["cause"], d["phase"]) == ("kv_cache_oom", "memory_pool")
@@ -151,24 +247,70 @@ def test_vllm_max_model_len_that_does_not_fit_is_no_go_with_sized_fixes():
 
 
 def test_vllm_weights_that_do_not_fit_are_weights_oom():
-    d = js(pf("--model-config", MODELS / "Llama-3.3-70B-Instruct", "--gpu-memory", H100, "--gpus", 4,
-              "--no-kernel-log", "--format", "json", "--", "vllm", "serve", "x"))
+    d = js(
+        pf(
+            "--model-config",
+            MODELS / "Llama-3.3-70B-Instruct",
+            "--gpu-memory",
+            H100,
+            "--gpus",
+            4,
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            "vllm",
+            "serve",
+            "x",
+        )
+    )
     assert (d["verdict"], d["cause"], d["phase"]) == ("no-go", "weights_oom", "weight_load")
     assert d["fixes"][0]["flag"] == "--tensor-parallel-size" and d["fixes"][0]["to"] == 4
 
 
 def test_vllm_healthy_start_is_go_and_text_shows_derivations():
-    p = pf("--model-config", MODELS / "Llama-3.1-8B-Instruct", "--gpu-memory", H100, "--gpus", 1,
-           "--no-kernel-log", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "32768")
+    p = pf(
+        "--model-config",
+        MODELS / "Llama-3.1-8B-Instruct",
+        "--gpu-memory",
+        H100,
+        "--gpus",
+        1,
+        "--no-kernel-log",
+        "--",
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--max-model-len",
+        "32768",
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.startswith("preflight: GO")
     assert "requested - weights - activation peak - non-torch - CUDA graphs" in p.stdout
 
 
 def test_vllm_hybrid_json_has_linear_state():
-    d = js(pf("--model-config", MODELS / "Qwen3-Next-80B-A3B-Instruct", "--gpu-memory", H200, "--gpus", 4,
-              "--no-kernel-log", "--format", "json", "--", "vllm", "serve", "Qwen/Qwen3-Next-80B-A3B-Instruct",
-              "-tp", "4", "--max-model-len", "262144"))
+    d = js(
+        pf(
+            "--model-config",
+            MODELS / "Qwen3-Next-80B-A3B-Instruct",
+            "--gpu-memory",
+            H200,
+            "--gpus",
+            4,
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            "vllm",
+            "serve",
+            "Qwen/Qwen3-Next-80B-A3B-Instruct",
+            "-tp",
+            "4",
+            "--max-model-len",
+            "262144",
+        )
+    )
     assert d["budget"]["per_gpu"]["linear_state_per_request"] > 0
     assert d["verdict"] in ("go", "risky")
 
@@ -178,29 +320,66 @@ def test_vllm_hybrid_json_has_linear_state():
 
 
 def test_fewer_gpus_than_tp_times_pp_is_config_invalid():
-    d = js(pf("--model-config", MODELS / "Qwen3-8B", "--gpu-memory", H100, "--gpus", 2, "--no-kernel-log",
-              "--format", "json", "--", *SGLANG, "--tp", "4"))
+    d = js(
+        pf(
+            "--model-config",
+            MODELS / "Qwen3-8B",
+            "--gpu-memory",
+            H100,
+            "--gpus",
+            2,
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            *SGLANG,
+            "--tp",
+            "4",
+        )
+    )
     assert (d["verdict"], d["cause"]) == ("no-go", "config_invalid")
 
 
-@pytest.mark.parametrize("xml, tp, words", [("h100x2-ecc-uncorrectable.xml", "2", "uncorrectable ECC"),
-                                             ("a100x1-remap-failure.xml", "1", "row remapping has failed")])
+@pytest.mark.parametrize(
+    "xml, tp, words",
+    [
+        ("h100x2-ecc-uncorrectable.xml", "2", "uncorrectable ECC"),
+        ("a100x1-remap-failure.xml", "1", "row remapping has failed"),
+    ],
+)
 def test_gpu_counters_make_a_no_go_hardware_fault(xml, tp, words):
-    p = pf("--model-config", MODELS / "Qwen3-8B", "--nvidia-smi-xml", DATA / "smi" / xml, "--no-kernel-log",
-           "--", *SGLANG, "--tp", tp)
+    p = pf(
+        "--model-config",
+        MODELS / "Qwen3-8B",
+        "--nvidia-smi-xml",
+        DATA / "smi" / xml,
+        "--no-kernel-log",
+        "--",
+        *SGLANG,
+        "--tp",
+        tp,
+    )
     assert p.returncode == 1
     assert "NO-GO — hardware_fault" in p.stdout and words in p.stdout and "deploy elsewhere" in p.stdout
 
 
 def test_counters_of_a_gpu_the_command_does_not_use_do_not_count():
     """GPU 1 has the ECC errors; a TP1 command runs on GPU 0."""
-    p = pf("--model-config", MODELS / "Qwen3-8B", "--nvidia-smi-xml", DATA / "smi" / "h100x2-ecc-uncorrectable.xml",
-           "--no-kernel-log", "--", *SGLANG)
+    p = pf(
+        "--model-config",
+        MODELS / "Qwen3-8B",
+        "--nvidia-smi-xml",
+        DATA / "smi" / "h100x2-ecc-uncorrectable.xml",
+        "--no-kernel-log",
+        "--",
+        *SGLANG,
+    )
     assert p.returncode == 0, p.stdout
 
 
 def test_healthy_xml_reads_sizes_and_buses():
     from logdoctor.preflight.gpus import from_xml
+
     g = from_xml(str(DATA / "smi" / "h100x2-healthy.xml"))
     assert [x.total_bytes for x in g.gpus] == [81559 << 20] * 2
     assert g.gpus[1].pci_bus == "00000000:3B:00.0" and not g.gpus[1].problems()
@@ -208,19 +387,56 @@ def test_healthy_xml_reads_sizes_and_buses():
 
 def test_memory_other_processes_hold_is_not_counted_from_xml_snapshot():
     """A snapshot's 'used' is not what the service will find at start: only live NVML subtracts it."""
-    d = js(pf("--model-config", MODELS / "Qwen3-8B", "--nvidia-smi-xml", DATA / "smi" / "h200x1-busy.xml",
-              "--no-kernel-log", "--format", "json", "--", *SGLANG))
+    d = js(
+        pf(
+            "--model-config",
+            MODELS / "Qwen3-8B",
+            "--nvidia-smi-xml",
+            DATA / "smi" / "h200x1-busy.xml",
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            *SGLANG,
+        )
+    )
     assert d["budget"]["per_gpu"]["usable_total"] == pytest.approx(140.40 - 0.60, abs=0.01)
 
 
 def test_history_hardware_fault_on_this_host_is_no_go(tmp_path):
     from logdoctor.history import AttemptRow, History
+
     db = tmp_path / "h.db"
     with History(db) as h:
-        h.record([AttemptRow(key="a1", host="gpu-host-9", unit="sglang.service", engine="sglang",
-                             cause="hardware_fault", outcome="failed", started="2026-05-22T10:33:52")])
-    p = pf("--model-config", MODELS / "Qwen3-8B", "--gpu-memory", H100, "--gpus", 1, "--no-kernel-log",
-           "--host", "gpu-host-9", "--format", "json", "--", *SGLANG, history=db)
+        h.record(
+            [
+                AttemptRow(
+                    key="a1",
+                    host="gpu-host-9",
+                    unit="sglang.service",
+                    engine="sglang",
+                    cause="hardware_fault",
+                    outcome="failed",
+                    started="2026-05-22T10:33:52",
+                )
+            ]
+        )
+    p = pf(
+        "--model-config",
+        MODELS / "Qwen3-8B",
+        "--gpu-memory",
+        H100,
+        "--gpus",
+        1,
+        "--no-kernel-log",
+        "--host",
+        "gpu-host-9",
+        "--format",
+        "json",
+        "--",
+        *SGLANG,
+        history=db,
+    )
     d = js(p)
     assert (d["verdict"], d["cause"]) == ("no-go", "hardware_fault")
     assert d["evidence"][0]["source"] == "history"
@@ -228,15 +444,43 @@ def test_history_hardware_fault_on_this_host_is_no_go(tmp_path):
 
 def test_value_tried_on_this_host_is_never_proposed(tmp_path):
     from logdoctor.history import AttemptRow, History
-    args = ["--model-config", MODELS / "Llama-3.3-70B-Instruct", "--gpu-memory", "81920MiB", "--gpus", 2,
-            "--no-kernel-log", "--host", "h1", "--format", "json", "--", "vllm", "serve", "x", "-tp", "2",
-            "--max-model-len", "131072"]
+
+    args = [
+        "--model-config",
+        MODELS / "Llama-3.3-70B-Instruct",
+        "--gpu-memory",
+        "81920MiB",
+        "--gpus",
+        2,
+        "--no-kernel-log",
+        "--host",
+        "h1",
+        "--format",
+        "json",
+        "--",
+        "vllm",
+        "serve",
+        "x",
+        "-tp",
+        "2",
+        "--max-model-len",
+        "131072",
+    ]
     first = js(pf(*args, history=tmp_path / "empty.db"))
     ctx = next(f["to"] for f in first["fixes"] if f["lever"] == "context_length")
     db = tmp_path / "h.db"
     with History(db) as h:
-        h.record([AttemptRow(key="b1", host="h1", engine="vllm", cause="kv_cache_oom",
-                             config={"context_length": ctx, "tp_size": 4})])
+        h.record(
+            [
+                AttemptRow(
+                    key="b1",
+                    host="h1",
+                    engine="vllm",
+                    cause="kv_cache_oom",
+                    config={"context_length": ctx, "tp_size": 4},
+                )
+            ]
+        )
     d = js(pf(*args, history=db))
     levers = {f["lever"]: f["to"] for f in d["fixes"]}
     assert levers.get("context_length") not in (None, ctx) and levers.get("tp_size") != 4
@@ -248,26 +492,51 @@ def test_value_tried_on_this_host_is_never_proposed(tmp_path):
 
 def test_json_validates_against_the_schema():
     import jsonschema
+
     schema = json.loads((Path(__file__).parent.parent / "logdoctor" / "schemas" / "preflight.schema.json").read_text())
-    for argv in (["--model-config", MODELS / "Qwen3-8B", "--gpu-memory", H100, "--gpus", 1, "--no-kernel-log",
-                  "--format", "json", "--", *SGLANG],
-                 [SEED / "sglang-qwen.service", "--model-config", MODELS / "Qwen3-Next-80B-A3B-Instruct",
-                  "--nvidia-smi-xml", SEED / "h200-qwen-03.xml", "--kernel-log", SEED / "kernel.log", "--format",
-                  "json"]):
+    for argv in (
+        [
+            "--model-config",
+            MODELS / "Qwen3-8B",
+            "--gpu-memory",
+            H100,
+            "--gpus",
+            1,
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            *SGLANG,
+        ],
+        [
+            SEED / "sglang-qwen.service",
+            "--model-config",
+            MODELS / "Qwen3-Next-80B-A3B-Instruct",
+            "--nvidia-smi-xml",
+            SEED / "h200-qwen-03.xml",
+            "--kernel-log",
+            SEED / "kernel.log",
+            "--format",
+            "json",
+        ],
+    ):
         d = js(pf(*argv))
         jsonschema.validate(d, schema)
         assert d["schema"] == "logdoctor.preflight/v1"
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["/nonexistent.service", "--gpu-memory", H100, "--gpus", 1], "no such file"),
-    (["--gpu-memory", "lots", "--gpus", 1, "--", *SGLANG], "--gpu-memory"),
-    (["--gpu-memory", H100, "--", *SGLANG], "go together"),
-    (["--gpu-memory", H100, "--gpus", 1, "--", "python3", "-m", "tgi.server"], "accounting of sglang and vllm"),
-    (["--nvidia-smi-xml", str(DATA / "seed" / "kernel.log"), "--", *SGLANG], "not readable nvidia-smi XML"),
-    (["--model-config", "/nonexistent", "--gpu-memory", H100, "--gpus", 1, "--", *SGLANG], "no model config"),
-    ([], "no command"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["/nonexistent.service", "--gpu-memory", H100, "--gpus", 1], "no such file"),
+        (["--gpu-memory", "lots", "--gpus", 1, "--", *SGLANG], "--gpu-memory"),
+        (["--gpu-memory", H100, "--", *SGLANG], "go together"),
+        (["--gpu-memory", H100, "--gpus", 1, "--", "python3", "-m", "tgi.server"], "accounting of sglang and vllm"),
+        (["--nvidia-smi-xml", str(DATA / "seed" / "kernel.log"), "--", *SGLANG], "not readable nvidia-smi XML"),
+        (["--model-config", "/nonexistent", "--gpu-memory", H100, "--gpus", 1, "--", *SGLANG], "no model config"),
+        ([], "no command"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, words):
     p = pf(*argv, "--no-kernel-log") if "--" not in argv else pf(*argv)
     assert p.returncode == 2, p.stdout + p.stderr
@@ -276,14 +545,19 @@ def test_bad_input_is_one_line_and_exit_2(argv, words):
 
 def test_python_api(tmp_path):
     import logdoctor
-    rep = logdoctor.preflight(str(SEED / "sglang-qwen.service"),
-                              model_config=str(MODELS / "Qwen3-Next-80B-A3B-Instruct"),
-                              nvidia_smi_xml=str(SEED / "h200-qwen-03.xml"), kernel_log=str(SEED / "kernel.log"))
+
+    rep = logdoctor.preflight(
+        str(SEED / "sglang-qwen.service"),
+        model_config=str(MODELS / "Qwen3-Next-80B-A3B-Instruct"),
+        nvidia_smi_xml=str(SEED / "h200-qwen-03.xml"),
+        kernel_log=str(SEED / "kernel.log"),
+    )
     assert (rep.verdict, rep.cause, rep.exit_code) == ("no-go", "hardware_fault", 1)
     assert rep.to_dict()["schema"] == "logdoctor.preflight/v1"
 
 
 def test_overheads_table_marks_every_constant():
     from logdoctor.preflight.overheads import TABLE
+
     assert TABLE and all(r.status in ("measured", "assumed") and r.source for r in TABLE)
     assert len({(r.engine, r.name, r.since) for r in TABLE}) == len(TABLE)

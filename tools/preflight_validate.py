@@ -22,8 +22,18 @@ CATALOGUE = ROOT / "tests" / "data" / "preflight" / "models"
 sys.path.insert(0, str(ROOT))
 
 # nvidia-smi's framebuffer total (MiB) per card, from the cards' `nvidia-smi -q` (what --gpu-memory would be given)
-GPU_MIB = [("H200", 143771), ("H100", 81559), ("A100", 81920), ("L40S", 46068), ("RTX PRO 6000", 97887),
-           ("H20", 97871), ("B200", 183359), ("A10G", 23028), ("L4", 23034), ("4090", 24564)]
+GPU_MIB = [
+    ("H200", 143771),
+    ("H100", 81559),
+    ("A100", 81920),
+    ("L40S", 46068),
+    ("RTX PRO 6000", 97887),
+    ("H20", 97871),
+    ("B200", 183359),
+    ("A10G", 23028),
+    ("L4", 23034),
+    ("4090", 24564),
+]
 
 _WEND = re.compile(r"Load weight end\..*?mem usage=([\d.]+) GB")
 _WBEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) GB")
@@ -31,8 +41,10 @@ _KVTOK = re.compile(r"(?:KV Cache is allocated\. (?:dtype: \S+, )?#tokens: |max_
 _VLOAD = re.compile(r"Model loading took ([\d.]+) GiB")
 _VAVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _VTOK = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_POOLFAIL = re.compile(r"Not enough memory\. Please try to increase --mem-fraction-static|No available memory for "
-                       r"the cache blocks|KV cache is needed, which is larger than")
+_POOLFAIL = re.compile(
+    r"Not enough memory\. Please try to increase --mem-fraction-static|No available memory for "
+    r"the cache blocks|KV cache is needed, which is larger than"
+)
 _VMODEL = re.compile(r"serving model (\S+)|Starting to load model (\S+)")
 
 
@@ -45,12 +57,12 @@ class Row:
     tp: int
     weights_logged: float | None = None
     weights_pred: float | None = None
-    pool_logged: float | None = None       # SGLang: tokens; vLLM: GiB available
+    pool_logged: float | None = None  # SGLang: tokens; vLLM: GiB available
     pool_pred: float | None = None
     pool_unit: str = ""
-    pool_from_readings: float | None = None   # SGLang: the engine's formula applied to the log's own avail-mem readings
-    readings_verdict: str = ""                # the verdict of that formula over the log's own readings
-    logged_outcome: str = ""               # pool_fail | healthy | other
+    pool_from_readings: float | None = None  # SGLang: the engine's formula applied to the log's own avail-mem readings
+    readings_verdict: str = ""  # the verdict of that formula over the log's own readings
+    logged_outcome: str = ""  # pool_fail | healthy | other
     verdict: str = ""
     cause: str | None = None
     label_cause: str | None = None
@@ -139,9 +151,10 @@ def case_row(d: Path) -> Row | None:
     tl = build(read_any(log).records)
     if tl.engine not in ("sglang", "vllm") or not tl.attempts:
         return None
-    a = tl.attempts[0]            # the first attempt: its own flags, its own numbers
+    a = tl.attempts[0]  # the first attempt: its own flags, its own numbers
     from logdoctor.config import _merge
-    raw = _merge([ly for ly in a.config.layers if ly[1] != "resolved"])   # the flags, not what the engine computed
+
+    raw = _merge([ly for ly in a.config.layers if ly[1] != "resolved"])  # the flags, not what the engine computed
     lo, hi = a.start_line, a.end_line
     msgs = [r.msg for r in a.records if r.msg] or [ln for ln in text.splitlines()[lo:hi]]
     body = "\n".join(msgs)
@@ -153,8 +166,15 @@ def case_row(d: Path) -> Row | None:
         return None
     spec, _ = mdl.load(cdir)
     tp = int(raw.get("tp_size") or raw.get("tensor_parallel_size") or 1)
-    row = Row(d.name, tl.engine, cdir.name, str(label.get("gpu")), tp, label_cause=label.get("cause"),
-              synthetic="fixturegen" in str(label.get("source") or label.get("generator") or ""))
+    row = Row(
+        d.name,
+        tl.engine,
+        cdir.name,
+        str(label.get("gpu")),
+        tp,
+        label_cause=label.get("cause"),
+        synthetic="fixturegen" in str(label.get("source") or label.get("generator") or ""),
+    )
     b = bud.compute(tl.engine, spec, raw, gb[1], version=tl.engine_version)
     row.weights_pred = b.values.get("weights")
     if tl.engine == "sglang":
@@ -168,8 +188,15 @@ def case_row(d: Path) -> Row | None:
             before = float(wb.group(1)) * (1 << 30)
             # the last reading after the last load (a draft model loads after the target)
             used = before - min(float(x) for x in ends) * (1 << 30)
-            rb = bud.compute("sglang", spec, raw, gb[1], version=tl.engine_version, size=False,
-                             readings={"avail_before": before, "weights": used})
+            rb = bud.compute(
+                "sglang",
+                spec,
+                raw,
+                gb[1],
+                version=tl.engine_version,
+                size=False,
+                readings={"avail_before": before, "weights": used},
+            )
             row.pool_from_readings = rb.values.get("pool_tokens")
             row.readings_verdict = decide("sglang", rb, [], raw, a.config.levers, {}).verdict
     else:
@@ -215,8 +242,10 @@ def _pct(x: float | None) -> str:
 
 
 def table(rs: list[Row]) -> str:
-    head = ("| case | engine | model | GPU | TP | weights logged → predicted (GiB) | err | pool logged → predicted | err "
-            "| formula over the log's readings | logged | verdict | ok |")
+    head = (
+        "| case | engine | model | GPU | TP | weights logged → predicted (GiB) | err | pool logged → predicted | err "
+        "| formula over the log's readings | logged | verdict | ok |"
+    )
     out = [head, "|" + "---|" * 13]
     for r in rs:
         wl = "" if r.weights_logged is None else f"{r.weights_logged:.2f}"
@@ -227,15 +256,18 @@ def table(rs: list[Row]) -> str:
         ok = {True: "yes", False: "NO", None: ""}[r.verdict_ok]
         if not r.consistent:
             ok += " (the log's own readings contradict its outcome)"
-        out.append(f"| {r.case}{' (synthetic)' if r.synthetic else ''} | {r.engine} | {r.model} | {r.gpu} | {r.tp} | "
-                   f"{wl} → {wp} | {_pct(r.weights_err)} | {pl} → {pp} {r.pool_unit} | {_pct(r.pool_err)} | "
-                   f"{_pct(r.readings_err)} | {r.logged_outcome} | {r.verdict}{' ' + r.cause if r.cause else ''} | {ok} |")
+        out.append(
+            f"| {r.case}{' (synthetic)' if r.synthetic else ''} | {r.engine} | {r.model} | {r.gpu} | {r.tp} | "
+            f"{wl} → {wp} | {_pct(r.weights_err)} | {pl} → {pp} {r.pool_unit} | {_pct(r.pool_err)} | "
+            f"{_pct(r.readings_err)} | {r.logged_outcome} | {r.verdict}{' ' + r.cause if r.cause else ''} | {ok} |"
+        )
     return "\n".join(out)
 
 
 def summary(rs: list[Row]) -> str:
     def within(errs: list[float], lim: float) -> str:
         return f"{sum(abs(e) <= lim for e in errs)}/{len(errs)}"
+
     we = [r.weights_err for r in rs if r.weights_err is not None]
     pe = [r.pool_err for r in rs if r.pool_err is not None]
     vo = [r.verdict_ok for r in rs if r.verdict_ok is not None and r.consistent]
@@ -245,14 +277,18 @@ def summary(rs: list[Row]) -> str:
     rec = [r for r in rs if not r.synthetic]
     rw = [r.weights_err for r in rec if r.weights_err is not None]
     rp = [r.pool_err for r in rec if r.pool_err is not None]
-    head = (f"recorded on a GPU: {len(rec)} cases; weights within 2 %: {within(rw, 0.02)}, KV pool within 5 %: "
-            f"{within(rp, 0.05)}, max |err| weights {max(map(abs, rw), default=0) * 100:.2f} %, pool "
-            f"{max(map(abs, rp), default=0) * 100:.2f} %\nall: ")
-    return head + (f"{len(rs)} cases; weights within 2 %: {within(we, 0.02)} (median |err| {med(we) * 100:.1f} %); "
-            f"KV pool within 5 %: {within(pe, 0.05)} (median |err| {med(pe) * 100:.1f} %); verdicts right: "
-            f"{sum(vo)}/{len(vo)} (pool failures no-go, healthy starts go/risky); logs whose own readings follow "
-            f"SGLang's formula within 1 %: {within(re_, 0.01)}; outcome contradicted by the log's own readings "
-            f"(not counted): {', '.join(bad) or 'none'}")
+    head = (
+        f"recorded on a GPU: {len(rec)} cases; weights within 2 %: {within(rw, 0.02)}, KV pool within 5 %: "
+        f"{within(rp, 0.05)}, max |err| weights {max(map(abs, rw), default=0) * 100:.2f} %, pool "
+        f"{max(map(abs, rp), default=0) * 100:.2f} %\nall: "
+    )
+    return head + (
+        f"{len(rs)} cases; weights within 2 %: {within(we, 0.02)} (median |err| {med(we) * 100:.1f} %); "
+        f"KV pool within 5 %: {within(pe, 0.05)} (median |err| {med(pe) * 100:.1f} %); verdicts right: "
+        f"{sum(vo)}/{len(vo)} (pool failures no-go, healthy starts go/risky); logs whose own readings follow "
+        f"SGLang's formula within 1 %: {within(re_, 0.01)}; outcome contradicted by the log's own readings "
+        f"(not counted): {', '.join(bad) or 'none'}"
+    )
 
 
 def main(argv: list[str]) -> int:

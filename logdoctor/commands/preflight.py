@@ -26,8 +26,22 @@ from logdoctor.commands.history import history_options, open_from_options
 @click.option("--engine-version", "version", help="engine version, for version-specific constants")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @history_options
-def preflight_cmd(args, engine, model_config, draft_config, nvidia_smi_xml, gpu_memory, gpus, kernel_log,
-                  no_kernel_log, host, version, fmt, history_path, no_history):
+def preflight_cmd(
+    args,
+    engine,
+    model_config,
+    draft_config,
+    nvidia_smi_xml,
+    gpu_memory,
+    gpus,
+    kernel_log,
+    no_kernel_log,
+    host,
+    version,
+    fmt,
+    history_path,
+    no_history,
+):
     """Predict, before the start, whether the weights, the KV pool and CUDA-graph capture fit on these GPUs, and
     whether the host is sound.
 
@@ -44,16 +58,27 @@ def preflight_cmd(args, engine, model_config, draft_config, nvidia_smi_xml, gpu_
 
     argv = list(args)
     unit_file = None
-    if "--" not in sys.argv[1:]:     # click drops the `--`; without one the only argument is a unit file
+    if "--" not in sys.argv[1:]:  # click drops the `--`; without one the only argument is a unit file
         if len(argv) > 1:
             raise UsageError(f"unexpected {argv[1]!r}: give one UNIT_FILE, or the command after `--`")
         unit_file, argv = (argv[0] if argv else None), []
     if unit_file is None and not argv:
         raise UsageError("no command: give a UNIT_FILE or `-- COMMAND ...`")
     store = open_from_options(history_path, no_history)
-    rep = run(unit_file=unit_file, argv=argv or None, engine=None if engine == "auto" else engine,
-              model_config=model_config, draft_config=draft_config, nvidia_smi_xml=nvidia_smi_xml,
-              gpu_memory=gpu_memory, gpus=gpus, kernel_log=kernel_log, no_kernel_log=no_kernel_log, history=store,
-              host=host, version=version)
+    rep = run(
+        unit_file=unit_file,
+        argv=argv or None,
+        engine=None if engine == "auto" else engine,
+        model_config=model_config,
+        draft_config=draft_config,
+        nvidia_smi_xml=nvidia_smi_xml,
+        gpu_memory=gpu_memory,
+        gpus=gpus,
+        kernel_log=kernel_log,
+        no_kernel_log=no_kernel_log,
+        history=store,
+        host=host,
+        version=version,
+    )
     click.echo(to_json(rep) if fmt == "json" else to_text(rep), nl=fmt == "json")
     sys.exit(rep.exit_code)

@@ -19,10 +19,22 @@ from logdoctor.errors import UsageError
 from logdoctor.preflight.verdict import LOAD_CAVEAT, Report
 
 
-def run(*, unit_file: str | None = None, argv: list[str] | None = None, engine: str | None = None,
-        model_config: str | None = None, draft_config: str | None = None, nvidia_smi_xml: str | None = None,
-        gpu_memory: str | None = None, gpus: int | None = None, kernel_log: str | None = None,
-        no_kernel_log: bool = False, history=None, host: str | None = None, version: str | None = None) -> Report:
+def run(
+    *,
+    unit_file: str | None = None,
+    argv: list[str] | None = None,
+    engine: str | None = None,
+    model_config: str | None = None,
+    draft_config: str | None = None,
+    nvidia_smi_xml: str | None = None,
+    gpu_memory: str | None = None,
+    gpus: int | None = None,
+    kernel_log: str | None = None,
+    no_kernel_log: bool = False,
+    history=None,
+    host: str | None = None,
+    version: str | None = None,
+) -> Report:
     """Check a launch command before starting it; see the module docstring. Raises UsageError / InputError for bad
     input (the CLI turns them into exit 2)."""
     from logdoctor.preflight import budget as bud
@@ -58,8 +70,9 @@ def run(*, unit_file: str | None = None, argv: list[str] | None = None, engine: 
         if ksource:
             signs += health.kernel_signs(klines, used, ksource)
             if not any(g.pci_bus for g in used):
-                notes.append(f"the GPUs' PCI addresses are unknown ({gset.source}): Xids of every GPU in "
-                             f"{ksource} count")
+                notes.append(
+                    f"the GPUs' PCI addresses are unknown ({gset.source}): Xids of every GPU in {ksource} count"
+                )
         else:
             notes.append("no kernel log read (journalctl unavailable): pass --kernel-log FILE to check Xid history")
     signs += health.history_signs(hist, host)
@@ -68,8 +81,10 @@ def run(*, unit_file: str | None = None, argv: list[str] | None = None, engine: 
     b = None
     spec = None
     if model_dir is None:
-        notes.append(f"the model {launch.model_path or '(none named)'} is not a local directory: pass "
-                     "--model-config FILE_OR_DIR for the memory budget")
+        notes.append(
+            f"the model {launch.model_path or '(none named)'} is not a local directory: pass "
+            "--model-config FILE_OR_DIR for the memory budget"
+        )
     else:
         spec, _cfg = mdl.load(model_dir)
         draft = None
@@ -80,22 +95,35 @@ def run(*, unit_file: str | None = None, argv: list[str] | None = None, engine: 
             notes.append("the draft model is not local: its weights and KV are not counted (--draft-config)")
         if gset.count < tp * pp:
             b = bud.Budget(launch.engine, version)
-            b.findings.append(bud.Finding("no-go", "config_invalid", "launch",
-                                          f"{gset.count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}"))
+            b.findings.append(
+                bud.Finding(
+                    "no-go", "config_invalid", "launch", f"{gset.count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}"
+                )
+            )
         else:
             smallest = min(used, key=lambda g: g.total_bytes)
             other = max((g.used_bytes or 0) for g in used) if gset.source == "NVML" else 0
-            b = bud.compute(launch.engine, spec, raw, smallest.total_bytes, version=version, other_used=other,
-                            draft=draft)
+            b = bud.compute(
+                launch.engine, spec, raw, smallest.total_bytes, version=version, other_used=other, draft=draft
+            )
         notes.extend(b.notes)
     if gset.count < tp * pp and b is None:
         b = bud.Budget(launch.engine, version)
-        b.findings.append(bud.Finding("no-go", "config_invalid", "launch",
-                                      f"{gset.count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}"))
+        b.findings.append(
+            bud.Finding("no-go", "config_invalid", "launch", f"{gset.count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}")
+        )
     rep = decide(launch.engine, b, signs, raw, launch.levers, tried, version)
     rep.model = spec.name if spec else launch.model_path
-    rep.gpus = [{"index": g.index, "name": g.name, "memory_gib": round(g.total_bytes / (1 << 30), 2),
-                 "pci_bus": g.pci_bus, "source": g.source} for g in used]
+    rep.gpus = [
+        {
+            "index": g.index,
+            "name": g.name,
+            "memory_gib": round(g.total_bytes / (1 << 30), 2),
+            "pci_bus": g.pci_bus,
+            "source": g.source,
+        }
+        for g in used
+    ]
     rep.notes = notes + rep.notes
     if b is not None and b.lines:
         rep.notes.append(LOAD_CAVEAT)
@@ -122,6 +150,7 @@ def _open_history(history):
     if history is None or history is False:
         return None
     from logdoctor.history import open_history
+
     return open_history(history)
 
 

@@ -34,14 +34,14 @@ class Line:
 class Finding:
     """A reason the start would fail (no-go) or is close (risky), with the sized change that fits."""
 
-    level: str            # "no-go" | "risky"
+    level: str  # "no-go" | "risky"
     cause: str
     phase: str
     message: str
     lever: str | None = None
-    target: object = None   # the value that fits (sized from the shortfall)
-    more: list[tuple[str, object]] = field(default_factory=list)   # other levers that fit, in order of preference
-    sizable: bool = False   # a risky finding that a lever change removes (sized like a no-go)
+    target: object = None  # the value that fits (sized from the shortfall)
+    more: list[tuple[str, object]] = field(default_factory=list)  # other levers that fit, in order of preference
+    sizable: bool = False  # a risky finding that a lever change removes (sized like a no-go)
 
     @property
     def changes(self) -> list[tuple[str, object]]:
@@ -64,8 +64,12 @@ class Budget:
         return value
 
     def to_dict(self) -> dict:
-        return {"engine": self.engine, "engine_version": self.version, "per_gpu": {ln.key: ln.value for ln in
-                self.lines}, "lines": [ln.to_dict() for ln in self.lines]}
+        return {
+            "engine": self.engine,
+            "engine_version": self.version,
+            "per_gpu": {ln.key: ln.value for ln in self.lines},
+            "lines": [ln.to_dict() for ln in self.lines],
+        }
 
 
 def _g(x: float) -> str:
@@ -138,15 +142,24 @@ def sglang_auto_fraction(gpu_mib: float, raw: dict, tp: int, pp: int, mla: bool)
     chunked prefill (x1.5), CUDA graphs (x2 per batch size), TP ranks and piecewise graphs; at least 10 GB on
     cards over 60 GB. Returns (fraction, chunked_prefill_size, cuda_graph_max_bs)."""
     small = gpu_mib < 35 * 1024
-    chunk = _int(raw.get("chunked_prefill_size"), 2048 if small else 4096 if gpu_mib < 60 * 1024 else
-                 8192 if gpu_mib < 160 * 1024 else 16384)
-    bs = _int(raw.get("cuda_graph_max_bs") or raw.get("cuda_graph_max_bs_decode"),
-              8 if gpu_mib < 20 * 1024 else (24 if tp < 4 else 80) if small else
-              (32 if tp < 4 else 160) if gpu_mib < 60 * 1024 else (256 if tp < 4 else 512))
+    chunk = _int(
+        raw.get("chunked_prefill_size"),
+        2048 if small else 4096 if gpu_mib < 60 * 1024 else 8192 if gpu_mib < 160 * 1024 else 16384,
+    )
+    bs = _int(
+        raw.get("cuda_graph_max_bs") or raw.get("cuda_graph_max_bs_decode"),
+        8
+        if gpu_mib < 20 * 1024
+        else (24 if tp < 4 else 80)
+        if small
+        else (32 if tp < 4 else 160)
+        if gpu_mib < 60 * 1024
+        else (256 if tp < 4 else 512),
+    )
     reserved = 512 + max(chunk if chunk > 0 else _int(raw.get("max_prefill_tokens"), 16384), 2048) * 1.5
     reserved += bs * 2 + tp * pp / 8 * 1024
     if not raw.get("disable_piecewise_cuda_graph"):
-        reserved += 1.5 * 1024 if mla else 58 * 8      # ~58 piecewise token sizes by default
+        reserved += 1.5 * 1024 if mla else 58 * 8  # ~58 piecewise token sizes by default
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     spec = raw.get("speculative_algorithm")
@@ -155,8 +168,16 @@ def sglang_auto_fraction(gpu_mib: float, raw: dict, tp: int, pp: int, mla: bool)
     return round((gpu_mib - reserved) / gpu_mib, 3), chunk, bs
 
 
-def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = None, other_used: int = 0,
-           draft: ModelSpec | None = None, readings: dict | None = None) -> Budget:
+def sglang(
+    model: ModelSpec,
+    raw: dict,
+    gpu_bytes: int,
+    *,
+    version: str | None = None,
+    other_used: int = 0,
+    draft: ModelSpec | None = None,
+    readings: dict | None = None,
+) -> Budget:
     """`readings` ({"avail_before": bytes, "weights": bytes}) replaces the predicted memory before loading and the
     weights with what a log printed: the engine's formula over its own numbers (tools/preflight_validate.py)."""
     b = Budget("sglang", version)
@@ -164,18 +185,30 @@ def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None =
     total = _torch_total(b, "sglang", gpu_bytes, other_used)
     ctx0 = oh.value("sglang", "preload_context", version)
     per_rank = oh.value("sglang", "preload_per_extra_rank", version)
-    before = b.add("avail_before_load", (total - ctx0 - per_rank * (tp - 1)) / GIB, "GiB",
-                   f"usable - CUDA context/allocator {_g(ctx0)} ({oh.get('sglang', 'preload_context').status})"
-                   + (f" - {tp - 1} x {_g(per_rank)} NCCL buffers (assumed)" if tp > 1 else "")
-                   + "; the engine prints it as 'Load weight begin. avail mem='") * GIB
+    before = (
+        b.add(
+            "avail_before_load",
+            (total - ctx0 - per_rank * (tp - 1)) / GIB,
+            "GiB",
+            f"usable - CUDA context/allocator {_g(ctx0)} ({oh.get('sglang', 'preload_context').status})"
+            + (f" - {tp - 1} x {_g(per_rank)} NCCL buffers (assumed)" if tp > 1 else "")
+            + "; the engine prints it as 'Load weight begin. avail mem='",
+        )
+        * GIB
+    )
     w = weights_per_gpu(b, model, tp, pp, draft)
     if readings:
         before = b.add("avail_before_load", readings["avail_before"] / GIB, "GiB", "read from the log") * GIB
         w = b.add("weights", readings["weights"] / GIB, "GiB", "read from the log") * GIB
     if w >= before:
-        b.findings.append(Finding("no-go", "weights_oom", "weight_load",
-                                  f"the weights per GPU ({_g(w)}) exceed the memory free before loading "
-                                  f"({_g(before)})",))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "weights_oom",
+                "weight_load",
+                f"the weights per GPU ({_g(w)}) exceed the memory free before loading ({_g(before)})",
+            )
+        )
         return b
     gpu_mib = gpu_bytes / (1 << 20)
     frac = _float(raw.get("mem_fraction_static"), None)
@@ -185,14 +218,26 @@ def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None =
         b.add("mem_fraction_static", frac, "", "SGLang's default for this GPU, TP and chunked prefill (auto)")
     else:
         b.add("mem_fraction_static", frac, "", "--mem-fraction-static")
-    rest = b.add("pool_memory", (frac * before - w) / GIB, "GiB",
-                 f"{frac} x {_g(before)} - weights {_g(w)} (profile_max_num_token)") * GIB
+    rest = (
+        b.add(
+            "pool_memory",
+            (frac * before - w) / GIB,
+            "GiB",
+            f"{frac} x {_g(before)} - weights {_g(w)} (profile_max_num_token)",
+        )
+        * GIB
+    )
     kvb = kv_dtype_bytes(raw, model)
     cell = model.kv_bytes_per_token(tp, kvb)
-    how = (f"{model.full_attention_layers} full-attention layers x " +
-           (f"(kv_lora_rank {model.mla['kv_lora_rank']} + rope {model.mla['qk_rope_head_dim']})" if model.mla else
-            f"{model.kv_heads_per_gpu(tp)} KV heads/GPU x (K {model.head_dim} + V {model.v_head_dim})")
-           + f" x {kvb:g} B")
+    how = (
+        f"{model.full_attention_layers} full-attention layers x "
+        + (
+            f"(kv_lora_rank {model.mla['kv_lora_rank']} + rope {model.mla['qk_rope_head_dim']})"
+            if model.mla
+            else f"{model.kv_heads_per_gpu(tp)} KV heads/GPU x (K {model.head_dim} + V {model.v_head_dim})"
+        )
+        + f" x {kvb:g} B"
+    )
     spec = str(raw.get("speculative_algorithm") or "").upper()
     if spec in ("EAGLE", "EAGLE3", "NEXTN", "DFLASH", "STANDALONE") and draft is not None:
         dcell = draft.kv_bytes_per_token(tp, kvb)
@@ -209,40 +254,73 @@ def sglang(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None =
         tokens, how = cap, f"--max-total-tokens {cap} (the pool would hold {tokens})"
     b.add("pool_tokens", tokens, "tokens", how + "; the engine prints 'KV Cache is allocated. #tokens:'")
     ctx = _int(raw.get("context_length"), _int(model.max_position_embeddings, 0))
-    b.add("context_length", ctx, "tokens", "--context-length" if raw.get("context_length") else
-          "max_position_embeddings of config.json (SGLang's default)")
+    b.add(
+        "context_length",
+        ctx,
+        "tokens",
+        "--context-length"
+        if raw.get("context_length")
+        else "max_position_embeddings of config.json (SGLang's default)",
+    )
     if tokens <= 0:
-        b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
-                                  f"nothing is left for the KV pool: {_g(rest)} after the weights at "
-                                  f"mem_fraction_static={frac} (SGLang: 'Not enough memory')"))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "kv_cache_oom",
+                "memory_pool",
+                f"nothing is left for the KV pool: {_g(rest)} after the weights at "
+                f"mem_fraction_static={frac} (SGLang: 'Not enough memory')",
+            )
+        )
     elif ctx and tokens < ctx:
-        b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
-                                  f"the pool holds {tokens} tokens, fewer than one request of --context-length "
-                                  f"{ctx}: SGLang starts but caps inputs at {tokens - 1} tokens", sizable=True))
+        b.findings.append(
+            Finding(
+                "risky",
+                "kv_cache_oom",
+                "memory_pool",
+                f"the pool holds {tokens} tokens, fewer than one request of --context-length "
+                f"{ctx}: SGLang starts but caps inputs at {tokens - 1} tokens",
+                sizable=True,
+            )
+        )
     margin = oh.value("sglang", "risky_margin")
     if tokens > 0 and ctx and ctx <= tokens < ctx * (1 + margin):
-        b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
-                                  f"the pool ({tokens} tokens) is within {margin:.0%} of one request of the context "
-                                  f"length ({ctx})"))
+        b.findings.append(
+            Finding(
+                "risky",
+                "kv_cache_oom",
+                "memory_pool",
+                f"the pool ({tokens} tokens) is within {margin:.0%} of one request of the context length ({ctx})",
+            )
+        )
     if tokens > 0:
         _sglang_graphs(b, model, raw, before, frac, chunk, graph_bs)
     return b
 
 
-def _sglang_linear_state(b: Budget, model: ModelSpec, raw: dict, tp: int, rest: float, max_running: int,
-                         spec: str) -> float:
+def _sglang_linear_state(
+    b: Budget, model: ModelSpec, raw: dict, tp: int, rest: float, max_running: int, spec: str
+) -> float:
     ssm_b = DTYPE_BYTES.get(str(raw.get("mamba_ssm_dtype") or "float32"), 4)
     per_req = model.linear_state_bytes(tp, ssm_b)
-    b.add("linear_state_per_request", per_req / (1 << 20), "MiB",
-          f"{model.linear_layers} linear-attention layers x (conv {model.linear['conv_dim']}/{tp} x "
-          f"{model.linear['conv_kernel'] - 1} x 2 B + SSM {model.linear['num_heads']}/{tp} x "
-          f"{model.linear['head_dim']} x {model.linear['state_size']} x {ssm_b:g} B)")
+    b.add(
+        "linear_state_per_request",
+        per_req / (1 << 20),
+        "MiB",
+        f"{model.linear_layers} linear-attention layers x (conv {model.linear['conv_dim']}/{tp} x "
+        f"{model.linear['conv_kernel'] - 1} x 2 B + SSM {model.linear['num_heads']}/{tp} x "
+        f"{model.linear['head_dim']} x {model.linear['state_size']} x {ssm_b:g} B)",
+    )
     if spec and max_running:
         d = _int(raw.get("speculative_num_draft_tokens"), 1)
         inter = per_req * max_running * d
         rest -= inter
-        b.add("speculative_state", inter / GIB, "GiB", f"{per_req / (1 << 20):.2f} MiB x max_running_requests "
-              f"{max_running} x {d} draft tokens")
+        b.add(
+            "speculative_state",
+            inter / GIB,
+            "GiB",
+            f"{per_req / (1 << 20):.2f} MiB x max_running_requests {max_running} x {d} draft tokens",
+        )
     ratio = _float(raw.get("mamba_full_memory_ratio"), 0.9) or 0.9
     if raw.get("max_mamba_cache_size"):
         slots = _int(raw.get("max_mamba_cache_size"), 0)
@@ -256,66 +334,128 @@ def _sglang_linear_state(b: Budget, model: ModelSpec, raw: dict, tp: int, rest: 
     state = slots * per_req
     b.add("linear_state", state / GIB, "GiB", f"{slots} slots x {per_req / (1 << 20):.2f} MiB")
     if max_running and 0 < slots < max_running:
-        b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
-                                  f"{slots} linear-attention state slots for --max-running-requests {max_running}: "
-                                  "at most that many requests run at once"))
+        b.findings.append(
+            Finding(
+                "risky",
+                "kv_cache_oom",
+                "memory_pool",
+                f"{slots} linear-attention state slots for --max-running-requests {max_running}: "
+                "at most that many requests run at once",
+            )
+        )
     if rest > 0 and slots <= 0:
-        b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
-                                  "no linear-attention state slot fits ('Not enough space for mamba cache')"))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "kv_cache_oom",
+                "memory_pool",
+                "no linear-attention state slot fits ('Not enough space for mamba cache')",
+            )
+        )
     left = rest - state
-    b.add("kv_memory", left / GIB, "GiB", f"pool {_g(rest + (b.values.get('speculative_state', 0) * GIB))} - "
-          f"speculative state - linear state")
+    b.add(
+        "kv_memory",
+        left / GIB,
+        "GiB",
+        f"pool {_g(rest + (b.values.get('speculative_state', 0) * GIB))} - speculative state - linear state",
+    )
     return left
 
 
-def _sglang_graphs(b: Budget, model: ModelSpec, raw: dict, before: float, frac: float, chunk: int,
-                   graph_bs: int) -> None:
+def _sglang_graphs(
+    b: Budget, model: ModelSpec, raw: dict, before: float, frac: float, chunk: int, graph_bs: int
+) -> None:
     """What is left outside the static share must hold the prefill activations and the decode CUDA graphs."""
-    free = b.add("outside_static", before * (1 - frac) / GIB, "GiB",
-                 f"(1 - {frac}) x {_g(before)}: activations and CUDA graphs live here")
+    free = b.add(
+        "outside_static",
+        before * (1 - frac) / GIB,
+        "GiB",
+        f"(1 - {frac}) x {_g(before)}: activations and CUDA graphs live here",
+    )
     off = bool(raw.get("disable_cuda_graph")) or str(raw.get("cuda_graph_backend_decode") or "") == "disabled"
     per_bs = oh.value("sglang", "graph_per_bs") * model.hidden_size / 4096
     graphs = 0.0 if off else per_bs * graph_bs
-    b.add("cuda_graphs", graphs / GIB, "GiB", "CUDA graphs off" if off else
-          f"{graph_bs} max batch size x {per_bs / (1 << 20):.1f} MiB (measured at hidden 4096, scaled)")
+    b.add(
+        "cuda_graphs",
+        graphs / GIB,
+        "GiB",
+        "CUDA graphs off"
+        if off
+        else f"{graph_bs} max batch size x {per_bs / (1 << 20):.1f} MiB (measured at hidden 4096, scaled)",
+    )
     tp = max(_int(raw.get("tp_size"), 1), 1)
     act = activation_bytes(model, max(chunk, 0), tp)
-    b.add("activations", act / GIB, "GiB", f"one prefill chunk of {chunk} tokens (hidden {model.hidden_size}; "
-          "assumed per-token constants, overheads table)")
+    b.add(
+        "activations",
+        act / GIB,
+        "GiB",
+        f"one prefill chunk of {chunk} tokens (hidden {model.hidden_size}; "
+        "assumed per-token constants, overheads table)",
+    )
     free *= GIB
     if graphs and graphs > free:
         bs = max(1, int(free / per_bs / 2))
-        b.findings.append(Finding("no-go", "graph_capture_fault", "graph_capture",
-                                  f"the CUDA graphs ({_g(graphs)}) do not fit in the {_g(free)} outside the static "
-                                  "share", "graph_max_bs", 1 << (bs.bit_length() - 1)))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "graph_capture_fault",
+                "graph_capture",
+                f"the CUDA graphs ({_g(graphs)}) do not fit in the {_g(free)} outside the static share",
+                "graph_max_bs",
+                1 << (bs.bit_length() - 1),
+            )
+        )
     elif graphs + act > free:
-        b.findings.append(Finding("risky", "graph_capture_fault", "graph_capture",
-                                  f"CUDA graphs + prefill activations ({_g(graphs + act)}) exceed the {_g(free)} "
-                                  "outside the static share"))
+        b.findings.append(
+            Finding(
+                "risky",
+                "graph_capture_fault",
+                "graph_capture",
+                f"CUDA graphs + prefill activations ({_g(graphs + act)}) exceed the {_g(free)} "
+                "outside the static share",
+            )
+        )
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # vLLM
 
 
-def vllm(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = None, other_used: int = 0,
-         draft: ModelSpec | None = None) -> Budget:
+def vllm(
+    model: ModelSpec,
+    raw: dict,
+    gpu_bytes: int,
+    *,
+    version: str | None = None,
+    other_used: int = 0,
+    draft: ModelSpec | None = None,
+) -> Budget:
     b = Budget("vllm", version)
     tp = max(_int(raw.get("tensor_parallel_size"), 1), 1)
     pp = max(_int(raw.get("pipeline_parallel_size"), 1), 1)
     total = _torch_total(b, "vllm", gpu_bytes, other_used)
     util = _float(raw.get("gpu_memory_utilization"), None)
     from logdoctor import levers
+
     if util is None:
-        util = float(levers.default_for("mem_fraction", "vllm", version) or 0.9)
-    b.add("gpu_memory_utilization", util, "", "--gpu-memory-utilization" if raw.get("gpu_memory_utilization")
-          else f"vLLM's default ({version or 'latest'})")
+        util = _float(levers.default_for("mem_fraction", "vllm", version), 0.9) or 0.9
+    b.add(
+        "gpu_memory_utilization",
+        util,
+        "",
+        "--gpu-memory-utilization" if raw.get("gpu_memory_utilization") else f"vLLM's default ({version or 'latest'})",
+    )
     requested = b.add("requested", util * total / GIB, "GiB", f"{util} x {_g(total)}") * GIB
     w = weights_per_gpu(b, model, tp, pp, draft)
     if w >= requested:
-        b.findings.append(Finding("no-go", "weights_oom", "weight_load",
-                                  f"the weights per GPU ({_g(w)}) exceed gpu_memory_utilization x total "
-                                  f"({_g(requested)})",))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "weights_oom",
+                "weight_load",
+                f"the weights per GPU ({_g(w)}) exceed gpu_memory_utilization x total ({_g(requested)})",
+            )
+        )
         return b
     nt = oh.value("vllm", "non_torch", version) + oh.value("vllm", "non_torch_per_extra_rank") * (tp - 1)
     b.add("non_torch", nt / GIB, "GiB", "CUDA context + NCCL (assumed; overheads table)")
@@ -324,54 +464,118 @@ def vllm(model: ModelSpec, raw: dict, gpu_bytes: int, *, version: str | None = N
     act = activation_bytes(model, batched, tp)
     sampler = seqs * model.vocab_size * oh.value("vllm", "sampler_per_seq_per_vocab")
     peak = max(act, sampler)
-    b.add("activation_peak", peak / GIB, "GiB", f"profile run of {batched} tokens (hidden {model.hidden_size}, "
-          f"assumed constants) or the sampler's {seqs} x vocab {model.vocab_size} logits, the larger")
+    b.add(
+        "activation_peak",
+        peak / GIB,
+        "GiB",
+        f"profile run of {batched} tokens (hidden {model.hidden_size}, "
+        f"assumed constants) or the sampler's {seqs} x vocab {model.vocab_size} logits, the larger",
+    )
     eager = bool(raw.get("enforce_eager"))
     cap = _int(raw.get("max_cudagraph_capture_size"), min(2 * seqs, 512))
     graphs = 0.0 if eager else cap * oh.value("vllm", "cudagraph_per_capture_size")
-    b.add("cuda_graphs", graphs / GIB, "GiB", "--enforce-eager" if eager else
-          f"capture sizes up to {cap} x {oh.value('vllm', 'cudagraph_per_capture_size') / (1 << 20):.1f} MiB (assumed)")
-    avail = b.add("kv_memory", (requested - w - peak - nt - graphs) / GIB, "GiB",
-                  "requested - weights - activation peak - non-torch - CUDA graphs; the engine prints "
-                  "'Available KV cache memory:'") * GIB
+    b.add(
+        "cuda_graphs",
+        graphs / GIB,
+        "GiB",
+        "--enforce-eager"
+        if eager
+        else f"capture sizes up to {cap} x {oh.value('vllm', 'cudagraph_per_capture_size') / (1 << 20):.1f} MiB (assumed)",
+    )
+    avail = (
+        b.add(
+            "kv_memory",
+            (requested - w - peak - nt - graphs) / GIB,
+            "GiB",
+            "requested - weights - activation peak - non-torch - CUDA graphs; the engine prints "
+            "'Available KV cache memory:'",
+        )
+        * GIB
+    )
     kvb = kv_dtype_bytes(raw, model)
     cell = model.kv_bytes_per_token(tp, kvb) / pp
-    state = 0
+    state = 0.0
     if model.hybrid:
         ssm_b = DTYPE_BYTES.get(str(raw.get("mamba_ssm_cache_dtype") or "float32").replace("auto", "float32"), 4)
         state = model.linear_state_bytes(tp, ssm_b) / pp
-        b.add("linear_state_per_request", state / (1 << 20), "MiB",
-              f"{model.linear_layers} linear-attention layers' conv + SSM state / TP {tp}")
-    b.add("kv_bytes_per_token", cell, "B", f"{model.full_attention_layers} attention layers / PP {pp} x " +
-          (f"(kv_lora_rank + rope) x {kvb:g} B" if model.mla else
-           f"{model.kv_heads_per_gpu(tp)} KV heads/GPU x (K {model.head_dim} + V {model.v_head_dim}) x {kvb:g} B"))
+        b.add(
+            "linear_state_per_request",
+            state / (1 << 20),
+            "MiB",
+            f"{model.linear_layers} linear-attention layers' conv + SSM state / TP {tp}",
+        )
+    b.add(
+        "kv_bytes_per_token",
+        cell,
+        "B",
+        f"{model.full_attention_layers} attention layers / PP {pp} x "
+        + (
+            f"(kv_lora_rank + rope) x {kvb:g} B"
+            if model.mla
+            else f"{model.kv_heads_per_gpu(tp)} KV heads/GPU x (K {model.head_dim} + V {model.v_head_dim}) x {kvb:g} B"
+        ),
+    )
     ctx = _int(raw.get("max_model_len"), _int(model.max_position_embeddings, 0))
-    b.add("max_model_len", ctx, "tokens", "--max-model-len" if raw.get("max_model_len") else
-          "derived from config.json (max_position_embeddings)")
+    b.add(
+        "max_model_len",
+        ctx,
+        "tokens",
+        "--max-model-len" if raw.get("max_model_len") else "derived from config.json (max_position_embeddings)",
+    )
     tokens = int(max(avail, 0) // cell) if cell else 0
-    b.add("pool_tokens", tokens, "tokens", f"{_g(max(avail, 0))} / {cell:.0f} B; the engine prints "
-          "'GPU KV cache size: N tokens'")
+    b.add(
+        "pool_tokens",
+        tokens,
+        "tokens",
+        f"{_g(max(avail, 0))} / {cell:.0f} B; the engine prints 'GPU KV cache size: N tokens'",
+    )
     need = ctx * cell + state
-    b.add("one_request", need / GIB, "GiB", f"max_model_len {ctx} x {cell:.0f} B" +
-          (f" + {state / (1 << 20):.1f} MiB state" if state else ""))
+    b.add(
+        "one_request",
+        need / GIB,
+        "GiB",
+        f"max_model_len {ctx} x {cell:.0f} B" + (f" + {state / (1 << 20):.1f} MiB state" if state else ""),
+    )
     if avail <= 0:
-        b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
-                                  f"no memory is left for the KV cache ({_g(avail)}; vLLM: 'No available memory for "
-                                  "the cache blocks')"))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "kv_cache_oom",
+                "memory_pool",
+                f"no memory is left for the KV cache ({_g(avail)}; vLLM: 'No available memory for the cache blocks')",
+            )
+        )
     elif need > avail:
-        b.findings.append(Finding("no-go", "kv_cache_oom", "memory_pool",
-                                  f"one request of max_model_len {ctx} needs {_g(need)} of KV cache, more than the "
-                                  f"{_g(avail)} available (vLLM's own start-up check)"))
+        b.findings.append(
+            Finding(
+                "no-go",
+                "kv_cache_oom",
+                "memory_pool",
+                f"one request of max_model_len {ctx} needs {_g(need)} of KV cache, more than the "
+                f"{_g(avail)} available (vLLM's own start-up check)",
+            )
+        )
     elif need > avail * (1 - oh.value("vllm", "risky_margin")):
-        b.findings.append(Finding("risky", "kv_cache_oom", "memory_pool",
-                                  f"one request of max_model_len {ctx} ({_g(need)}) is within "
-                                  f"{oh.value('vllm', 'risky_margin'):.0%} of the KV budget ({_g(avail)})"))
+        b.findings.append(
+            Finding(
+                "risky",
+                "kv_cache_oom",
+                "memory_pool",
+                f"one request of max_model_len {ctx} ({_g(need)}) is within "
+                f"{oh.value('vllm', 'risky_margin'):.0%} of the KV budget ({_g(avail)})",
+            )
+        )
     return b
 
 
-_FLAG = {"sglang": {"mem_fraction": "mem_fraction_static", "tp_size": "tp_size", "context_length": "context_length"},
-         "vllm": {"mem_fraction": "gpu_memory_utilization", "tp_size": "tensor_parallel_size",
-                  "context_length": "max_model_len"}}
+_FLAG = {
+    "sglang": {"mem_fraction": "mem_fraction_static", "tp_size": "tp_size", "context_length": "context_length"},
+    "vllm": {
+        "mem_fraction": "gpu_memory_utilization",
+        "tp_size": "tensor_parallel_size",
+        "context_length": "max_model_len",
+    },
+}
 
 
 def compute(engine: str, model: ModelSpec, raw: dict, gpu_bytes: int, *, size: bool = True, **kw) -> Budget:
@@ -413,7 +617,7 @@ def _sized(engine: str, model: ModelSpec, raw: dict, gpu_bytes: int, kw: dict, f
     if f.cause == "kv_cache_oom":
         ctx = b0.values.get("context_length") or b0.values.get("max_model_len") or 0
         lo, hi = 0, int(ctx)
-        while hi - lo > 256:      # the longest context (multiple of 256) that passes the same budget
+        while hi - lo > 256:  # the longest context (multiple of 256) that passes the same budget
             mid = (lo + hi) // 2 // 256 * 256 or 256
             if _fits(engine, model, raw, gpu_bytes, kw, {names["context_length"]: mid}):
                 lo = mid

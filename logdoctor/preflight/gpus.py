@@ -22,8 +22,8 @@ class GPU:
     index: int
     name: str
     total_bytes: int
-    pci_bus: str | None = None           # "0000:10:1C.0": matches kernel Xid lines
-    used_bytes: int | None = None        # memory other processes hold now (NVML / XML only)
+    pci_bus: str | None = None  # "0000:10:1C.0": matches kernel Xid lines
+    used_bytes: int | None = None  # memory other processes hold now (NVML / XML only)
     ecc_uncorrectable_volatile: int | None = None
     ecc_uncorrectable_aggregate: int | None = None
     retired_pending: bool | None = None
@@ -60,8 +60,18 @@ class GPUSet:
 
 _SIZE = re.compile(r"^\s*([\d.]+)\s*(GiB|GB|G|MiB|MB|M|TiB|TB|T|B)?\s*$", re.I)
 # the framebuffer a card reports (nvidia-smi "FB Memory Usage / Total"), for --gpu-memory H200 style shortcuts
-_UNITS = {"b": 1, "m": MIB, "mb": MIB, "mib": MIB, "g": GIB, "gb": GIB, "gib": GIB, "t": 1 << 40, "tb": 1 << 40,
-          "tib": 1 << 40}
+_UNITS = {
+    "b": 1,
+    "m": MIB,
+    "mb": MIB,
+    "mib": MIB,
+    "g": GIB,
+    "gb": GIB,
+    "gib": GIB,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tib": 1 << 40,
+}
 
 
 def parse_size(text: str) -> int:
@@ -108,16 +118,21 @@ def from_xml(path: str) -> GPUSet:
         if total is None:
             raise InputError(f"--nvidia-smi-xml {path}: GPU {i} has no fb_memory_usage/total")
         gpu = GPU(
-            index=_int(g.findtext("minor_number")) if g.findtext("minor_number", "").strip().isdigit() else i,
-            name=(g.findtext("product_name") or "GPU").strip(), total_bytes=total,
+            index=_int(g.findtext("minor_number")) or (0 if g.findtext("minor_number", "").strip() == "0" else i),
+            name=(g.findtext("product_name") or "GPU").strip(),
+            total_bytes=total,
             pci_bus=(g.get("id") or g.findtext("pci/pci_bus_id") or "").strip() or None,
-            used_bytes=_mib(g.findtext("fb_memory_usage/used")), source="nvidia-smi XML")
+            used_bytes=_mib(g.findtext("fb_memory_usage/used")),
+            source="nvidia-smi XML",
+        )
         gpu.ecc_uncorrectable_volatile = _sum_ecc(g, "volatile")
         gpu.ecc_uncorrectable_aggregate = _sum_ecc(g, "aggregate")
         pend = g.findtext("retired_pages/pending_retirement")
         gpu.retired_pending = None if pend is None else pend.strip().lower() == "yes"
-        counts = [_int(g.findtext(f"retired_pages/{k}/retired_count")) for k in
-                  ("multiple_single_bit_retirement", "double_bit_retirement")]
+        counts = [
+            _int(g.findtext(f"retired_pages/{k}/retired_count"))
+            for k in ("multiple_single_bit_retirement", "double_bit_retirement")
+        ]
         gpu.retired_pages = sum(c for c in counts if c) if any(c is not None for c in counts) else None
         rp = g.findtext("remapped_rows/remapped_row_pending")
         gpu.remap_pending = None if rp is None else rp.strip().lower() == "yes"
@@ -134,10 +149,18 @@ def _sum_ecc(g, which: str) -> int | None:
     node = g.find(f"ecc_errors/{which}")
     if node is None:
         return None
-    vals = [_int(node.findtext(k)) for k in ("dram_uncorrectable", "sram_uncorrectable", "double_bit/total",
-                                               "sram_uncorrectable_parity", "sram_uncorrectable_secded")]
-    vals = [v for v in vals if v is not None]
-    return sum(vals) if vals else None
+    vals = [
+        _int(node.findtext(k))
+        for k in (
+            "dram_uncorrectable",
+            "sram_uncorrectable",
+            "double_bit/total",
+            "sram_uncorrectable_parity",
+            "sram_uncorrectable_secded",
+        )
+    ]
+    got = [v for v in vals if v is not None]
+    return sum(got) if got else None
 
 
 def from_nvml() -> GPUSet:
@@ -145,29 +168,39 @@ def from_nvml() -> GPUSet:
     try:
         import pynvml  # type: ignore[import-not-found]
     except ImportError:
-        raise UsageError("no GPU source: pass --gpu-memory SIZE --gpus N or --nvidia-smi-xml FILE, or install "
-                         "the nvml extra (pip install 'logdoctor[nvml]') for live NVML") from None
+        raise UsageError(
+            "no GPU source: pass --gpu-memory SIZE --gpus N or --nvidia-smi-xml FILE, or install "
+            "the nvml extra (pip install 'logdoctor[nvml]') for live NVML"
+        ) from None
     try:
         pynvml.nvmlInit()
     except Exception as e:  # noqa: BLE001 - NVMLError has many subclasses; all mean "no live GPUs here"
-        raise UsageError(f"NVML is not available here ({e}): pass --gpu-memory SIZE --gpus N or --nvidia-smi-xml"
-                         ) from None
+        raise UsageError(
+            f"NVML is not available here ({e}): pass --gpu-memory SIZE --gpus N or --nvidia-smi-xml"
+        ) from None
     gpus = []
     try:
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             name = pynvml.nvmlDeviceGetName(h)
-            gpu = GPU(i, name.decode() if isinstance(name, bytes) else str(name), int(mem.total),
-                      used_bytes=int(mem.used), source="NVML")
+            gpu = GPU(
+                i,
+                name.decode() if isinstance(name, bytes) else str(name),
+                int(mem.total),
+                used_bytes=int(mem.used),
+                source="NVML",
+            )
             gpu.pci_bus = _nvml(lambda h=h: pynvml.nvmlDeviceGetPciInfo(h).busId)
             if isinstance(gpu.pci_bus, bytes):
                 gpu.pci_bus = gpu.pci_bus.decode()
             unc = pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
             gpu.ecc_uncorrectable_volatile = _nvml(
-                lambda h=h: pynvml.nvmlDeviceGetTotalEccErrors(h, unc, pynvml.NVML_VOLATILE_ECC))
+                lambda h=h, unc=unc: pynvml.nvmlDeviceGetTotalEccErrors(h, unc, pynvml.NVML_VOLATILE_ECC)
+            )
             gpu.ecc_uncorrectable_aggregate = _nvml(
-                lambda h=h: pynvml.nvmlDeviceGetTotalEccErrors(h, unc, pynvml.NVML_AGGREGATE_ECC))
+                lambda h=h, unc=unc: pynvml.nvmlDeviceGetTotalEccErrors(h, unc, pynvml.NVML_AGGREGATE_ECC)
+            )
             pend = _nvml(lambda h=h: pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h))
             gpu.retired_pending = None if pend is None else bool(pend)
             remap = _nvml(lambda h=h: pynvml.nvmlDeviceGetRemappedRows(h))

@@ -24,7 +24,7 @@ HARDWARE_XIDS = {48, 63, 64, 92, 94, 95, 140, 79, 74, 61, 62, 119, 120, 154}
 class Sign:
     """One piece of evidence that the host is unsound."""
 
-    source: str       # "kernel log" | "nvidia-smi XML" | "NVML" | "history"
+    source: str  # "kernel log" | "nvidia-smi XML" | "NVML" | "history"
     text: str
     line: int = 0
 
@@ -51,8 +51,9 @@ def read_kernel_log(path: str | None) -> tuple[list[str], str]:
     if not exe:
         return [], ""
     try:
-        out = subprocess.run([exe, "-k", "--no-pager", "-q", "-g", "NVRM"], capture_output=True, text=True,
-                             timeout=20, check=False)
+        out = subprocess.run(
+            [exe, "-k", "--no-pager", "-q", "-g", "NVRM"], capture_output=True, text=True, timeout=20, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return [], ""
     return out.stdout.splitlines(), "journalctl -k"
@@ -90,9 +91,15 @@ def history_signs(history, host: str) -> list[Sign]:
     if history is None:
         return []
     rows = history.query(host=host, outcome=None) if host else []
-    return [Sign("history", f"attempt {r.key[:10]} of {r.unit or 'a unit'} on {r.host} ({r.started or '?'}): "
-                 f"hardware_fault" + (f" ({r.signature})" if r.signature else ""))
-            for r in rows if r.cause == "hardware_fault"]
+    return [
+        Sign(
+            "history",
+            f"attempt {r.key[:10]} of {r.unit or 'a unit'} on {r.host} ({r.started or '?'}): "
+            f"hardware_fault" + (f" ({r.signature})" if r.signature else ""),
+        )
+        for r in rows
+        if r.cause == "hardware_fault"
+    ]
 
 
 def tried_values(history, host: str, unit: str | None) -> dict[str, set]:

@@ -13,8 +13,18 @@ from pathlib import Path
 
 from logdoctor.errors import InputError
 
-DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "fp8_e4m3": 1,
-               "fp8_e5m2": 1, "int8": 1, "int4": 0.5}
+DTYPE_BYTES = {
+    "float32": 4,
+    "float": 4,
+    "bfloat16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
 
 
 @dataclass
@@ -33,12 +43,12 @@ class ModelSpec:
     intermediate_size: int
     max_position_embeddings: int | None
     dtype: str = "bfloat16"
-    full_attention_layers: int = 0          # layers that hold KV per token (all of them for a plain transformer)
+    full_attention_layers: int = 0  # layers that hold KV per token (all of them for a plain transformer)
     sliding_window_layers: int = 0
     sliding_window: int | None = None
-    linear_layers: int = 0                  # GDN / Mamba layers: a fixed state per running request
-    linear: dict = field(default_factory=dict)   # geometry of the linear-attention state (see linear_state_bytes)
-    mla: dict | None = None                 # {"kv_lora_rank": 512, "qk_rope_head_dim": 64}
+    linear_layers: int = 0  # GDN / Mamba layers: a fixed state per running request
+    linear: dict = field(default_factory=dict)  # geometry of the linear-attention state (see linear_state_bytes)
+    mla: dict | None = None  # {"kv_lora_rank": 512, "qk_rope_head_dim": 64}
     num_experts: int = 0
     experts_per_token: int = 0
     moe_intermediate_size: int = 0
@@ -118,18 +128,28 @@ def from_config(cfg: dict, name: str = "") -> ModelSpec:
         hidden = int(c["hidden_size"])
         heads = int(c["num_attention_heads"])
     except (KeyError, TypeError, ValueError):
-        raise InputError(f"model config {name or ''}: needs num_hidden_layers, hidden_size and num_attention_heads"
-                         ) from None
+        raise InputError(
+            f"model config {name or ''}: needs num_hidden_layers, hidden_size and num_attention_heads"
+        ) from None
     kv_heads = int(c.get("num_key_value_heads") or c.get("multi_query_group_num") or heads)
     head_dim = int(c.get("head_dim") or hidden // heads)
     arch = (c.get("architectures") or cfg.get("architectures") or [c.get("model_type", "unknown")])[0]
     spec = ModelSpec(
-        name=name or str(c.get("_name_or_path") or arch), architecture=str(arch), num_layers=layers,
-        hidden_size=hidden, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
-        vocab_size=int(c.get("vocab_size") or 0), intermediate_size=int(c.get("intermediate_size") or 4 * hidden),
+        name=name or str(c.get("_name_or_path") or arch),
+        architecture=str(arch),
+        num_layers=layers,
+        hidden_size=hidden,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=head_dim,
+        vocab_size=int(c.get("vocab_size") or 0),
+        intermediate_size=int(c.get("intermediate_size") or 4 * hidden),
         max_position_embeddings=c.get("max_position_embeddings") or c.get("seq_length"),
         dtype=str(c.get("torch_dtype") or c.get("dtype") or cfg.get("torch_dtype") or "bfloat16").replace("torch.", ""),
-        full_attention_layers=layers, quant_method=quant_method, quant_bits=quant_bits,
+        full_attention_layers=layers,
+        quant_method=quant_method,
+        quant_bits=quant_bits,
         num_experts=int(c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0),
         experts_per_token=int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 0),
         moe_intermediate_size=int(c.get("moe_intermediate_size") or 0),
@@ -153,7 +173,7 @@ def from_config(cfg: dict, name: str = "") -> ModelSpec:
 def _layer_kinds(c: dict, layers: int) -> list[str]:
     """Each layer's kind: full attention, sliding-window attention, or linear attention (GDN / Mamba)."""
     names = c.get("layer_types") or c.get("layers_block_type") or c.get("hybrid_override_pattern")
-    if isinstance(names, str):    # Nemotron-H: "M-M-M*-..." (M mamba, * attention, - MLP)
+    if isinstance(names, str):  # Nemotron-H: "M-M-M*-..." (M mamba, * attention, - MLP)
         return ["linear" if ch == "M" else "full" if ch == "*" else "mlp" for ch in names]
     if isinstance(names, list) and names:
         out = []
@@ -179,16 +199,25 @@ def _linear_geometry(c: dict) -> dict:
     if c.get("linear_num_value_heads"):
         nk, nv = int(c["linear_num_key_heads"]), int(c["linear_num_value_heads"])
         dk, dv = int(c["linear_key_head_dim"]), int(c["linear_value_head_dim"])
-        return {"conv_dim": nk * dk * 2 + nv * dv, "conv_kernel": int(c.get("linear_conv_kernel_dim", 4)),
-                "num_heads": nv, "head_dim": dv, "state_size": dk}
+        return {
+            "conv_dim": nk * dk * 2 + nv * dv,
+            "conv_kernel": int(c.get("linear_conv_kernel_dim", 4)),
+            "num_heads": nv,
+            "head_dim": dv,
+            "state_size": dk,
+        }
     heads = int(c.get("mamba_num_heads") or c.get("mamba_n_heads") or 0)
     hd = int(c.get("mamba_head_dim") or c.get("mamba_d_head") or 0)
     groups = int(c.get("n_groups") or c.get("mamba_n_groups") or 1)
     state = int(c.get("ssm_state_size") or c.get("mamba_d_state") or 128)
     inter = heads * hd
-    return {"conv_dim": inter + 2 * groups * state, "conv_kernel": int(c.get("conv_kernel") or c.get("mamba_d_conv")
-                                                                        or 4),
-            "num_heads": heads, "head_dim": hd, "state_size": state}
+    return {
+        "conv_dim": inter + 2 * groups * state,
+        "conv_kernel": int(c.get("conv_kernel") or c.get("mamba_d_conv") or 4),
+        "num_heads": heads,
+        "head_dim": hd,
+        "state_size": state,
+    }
 
 
 def param_count(spec: ModelSpec, cfg: dict) -> int:
@@ -212,9 +241,12 @@ def param_parts(spec: ModelSpec, cfg: dict) -> tuple[int, int, int]:
         qk = int(c.get("qk_nope_head_dim", 128)) + m["qk_rope_head_dim"]
         q_lora = c.get("q_lora_rank")
         qp = h * int(q_lora) + int(q_lora) * spec.num_heads * qk if q_lora else h * spec.num_heads * qk
-        attn = qp + h * (m["kv_lora_rank"] + m["qk_rope_head_dim"]) + m["kv_lora_rank"] * spec.num_heads * (
-            int(c.get("qk_nope_head_dim", 128)) + int(c.get("v_head_dim", 128))) + spec.num_heads * int(
-            c.get("v_head_dim", 128)) * h
+        attn = (
+            qp
+            + h * (m["kv_lora_rank"] + m["qk_rope_head_dim"])
+            + m["kv_lora_rank"] * spec.num_heads * (int(c.get("qk_nope_head_dim", 128)) + int(c.get("v_head_dim", 128)))
+            + spec.num_heads * int(c.get("v_head_dim", 128)) * h
+        )
     else:
         attn = h * q * gated_q + 2 * h * kv + q * h
     lin = 0
@@ -277,7 +309,7 @@ def _weight_bytes(folder: Path, cfg: dict, spec: ModelSpec) -> tuple[int, str]:
     emb, att, mlp = param_parts(spec, cfg)
     full = 8 * DTYPE_BYTES.get(spec.dtype, 2)
     bits = spec.quant_bits or full
-    att_bits = bits if (spec.quant_bits or 16) >= 8 else full     # 4-bit MoE formats keep attention in 16 bits
+    att_bits = bits if (spec.quant_bits or 16) >= 8 else full  # 4-bit MoE formats keep attention in 16 bits
     n = emb * full + att * att_bits + mlp * bits
     how = f"{(emb + att + mlp) / 1e9:.2f}B parameters counted from config.json"
     how += f" (embeddings {full:g}-bit, the rest {bits:g}-bit)" if bits != full else f" x {full:g} bits"

@@ -13,9 +13,13 @@ def to_json(rep: Report) -> str:
 
 def to_text(rep: Report) -> str:
     from logdoctor.remedy import render_fix
+
     head = rep.verdict.upper() if rep.verdict != "no-go" else "NO-GO"
-    out = [f"preflight: {head}" + (f" — {rep.cause} ({rep.phase})" if rep.cause else "")
-           + f"   engine {rep.engine}, model {rep.model or '?'}"]
+    out = [
+        f"preflight: {head}"
+        + (f" — {rep.cause} ({rep.phase})" if rep.cause else "")
+        + f"   engine {rep.engine}, model {rep.model or '?'}"
+    ]
     if rep.gpus:
         g = rep.gpus[0]
         out.append(f"GPUs used: {len(rep.gpus)} x {g['name']} {g['memory_gib']} GiB ({g['source']})")
@@ -32,8 +36,13 @@ def to_text(rep: Report) -> str:
         out.append("budget per GPU:")
         w = max(len(ln.key) for ln in rep.budget.lines)
         for ln in rep.budget.lines:
-            v = f"{ln.value:,.2f}" if isinstance(ln.value, float) and ln.unit else f"{ln.value:,}" \
-                if isinstance(ln.value, int) else f"{ln.value:g}"
+            v = (
+                f"{ln.value:,.2f}"
+                if isinstance(ln.value, float) and ln.unit
+                else f"{ln.value:,}"
+                if isinstance(ln.value, int)
+                else f"{ln.value:g}"
+            )
             out.append(f"  {ln.key:<{w}}  {v:>12} {ln.unit:<8}  {ln.how}")
     if rep.notes:
         out.append("notes:")

@@ -14,8 +14,10 @@ from logdoctor.preflight.health import Sign
 
 SCHEMA = "logdoctor.preflight/v1"
 EXIT = {"go": 0, "no-go": 1, "risky": 3}
-LOAD_CAVEAT = ("Fitting at start-up does not guarantee fitting the longest prompt under load: the pool is shared "
-               "by all running requests, and prefill activations grow with the chunk size.")
+LOAD_CAVEAT = (
+    "Fitting at start-up does not guarantee fitting the longest prompt under load: the pool is shared "
+    "by all running requests, and prefill activations grow with the chunk size."
+)
 
 
 @dataclass
@@ -40,18 +42,34 @@ class Report:
 
     def to_dict(self) -> dict:
         return {
-            "schema": SCHEMA, "verdict": self.verdict, "cause": self.cause, "phase": self.phase,
-            "engine": self.engine, "model": self.model, "gpus": self.gpus,
+            "schema": SCHEMA,
+            "verdict": self.verdict,
+            "cause": self.cause,
+            "phase": self.phase,
+            "engine": self.engine,
+            "model": self.model,
+            "gpus": self.gpus,
             "budget": self.budget.to_dict() if self.budget else {},
-            "findings": [{"level": f.level, "cause": f.cause, "phase": f.phase, "message": f.message}
-                         for f in self.findings if f.message],
+            "findings": [
+                {"level": f.level, "cause": f.cause, "phase": f.phase, "message": f.message}
+                for f in self.findings
+                if f.message
+            ],
             "fixes": [dict(f.to_dict(), text=f.text) for f in self.fixes],
-            "evidence": self.evidence, "notes": self.notes,
+            "evidence": self.evidence,
+            "notes": self.notes,
         }
 
 
-def decide(engine: str, budget: Budget | None, signs: list[Sign], raw: dict, levers: dict,
-           tried: dict[str, set], version: str | None = None) -> Report:
+def decide(
+    engine: str,
+    budget: Budget | None,
+    signs: list[Sign],
+    raw: dict,
+    levers: dict,
+    tried: dict[str, set],
+    version: str | None = None,
+) -> Report:
     """The verdict: host health first (no flag helps a sick GPU), then the budget's worst finding."""
     rep = Report("go", engine, budget=budget)
     if budget is not None:
@@ -59,8 +77,10 @@ def decide(engine: str, budget: Budget | None, signs: list[Sign], raw: dict, lev
     if signs:
         rep.verdict, rep.cause, rep.phase = "no-go", "hardware_fault", "launch"
         rep.evidence = [{"source": s.source, "line": s.line, "text": s.text} for s in signs]
-        rep.notes.append("deploy elsewhere: this host's GPU shows a hardware fault; no flag change will help "
-                         "(reset or drain the GPU, then check it with dcgmi diag -r 3)")
+        rep.notes.append(
+            "deploy elsewhere: this host's GPU shows a hardware fault; no flag change will help "
+            "(reset or drain the GPU, then check it with dcgmi diag -r 3)"
+        )
         return rep
     nogo = [f for f in rep.findings if f.level == "no-go"]
     risky = [f for f in rep.findings if f.level == "risky"]
@@ -73,8 +93,9 @@ def decide(engine: str, budget: Budget | None, signs: list[Sign], raw: dict, lev
     return rep
 
 
-def _fixes(engine: str, findings: list[Finding], raw: dict, levers: dict, tried: dict[str, set],
-           version: str | None) -> tuple[list[FixStep], list[str]]:
+def _fixes(
+    engine: str, findings: list[Finding], raw: dict, levers: dict, tried: dict[str, set], version: str | None
+) -> tuple[list[FixStep], list[str]]:
     """Each sized target through remedy.plan as a `set` fix: rendered in the engine's flag, vetted against the
     value in force and the values tried on this host (a tried value moves one step further)."""
     from logdoctor import remedy
@@ -91,11 +112,12 @@ def _fixes(engine: str, findings: list[Finding], raw: dict, levers: dict, tried:
         value = _untried(lever, target, tried.get(lever, set()))
         if value is None:
             continue
-        why = {"mem_fraction": "the smallest static share whose pool holds one request of the context length",
-               "tp_size": "the smallest tensor-parallel size at which the budget fits",
-               "context_length": "the longest context the pool holds",
-               "graph_max_bs": "the largest captured batch whose graphs fit outside the static share"}.get(
-                   lever, "sized from the shortfall")
+        why = {
+            "mem_fraction": "the smallest static share whose pool holds one request of the context length",
+            "tp_size": "the smallest tensor-parallel size at which the budget fits",
+            "context_length": "the longest context the pool holds",
+            "graph_max_bs": "the largest captured batch whose graphs fit outside the static share",
+        }.get(lever, "sized from the shortfall")
         fixes.append(Fix(lever, "set", value=value, why=why))
     if not fixes:
         return [], []
