@@ -45,6 +45,7 @@ _POOLFAIL = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static|No available memory for "
     r"the cache blocks|KV cache is needed, which is larger than"
 )
+_CAPOOM = re.compile(r"(?:Capture cuda graph failed|capture_one_batch_size|Capturing CUDA graph)[\s\S]*out of memory", re.I)
 _VMODEL = re.compile(r"serving model (\S+)|Starting to load model (\S+)")
 
 
@@ -106,6 +107,8 @@ class Row:
             return self.verdict == "no-go" and self.cause == "kv_cache_oom"
         if self.logged_outcome == "healthy":
             return self.verdict in ("go", "risky")
+        if self.logged_outcome == "capture_oom":
+            return self.verdict in ("no-go", "risky") and self.cause == "graph_capture_fault"
         return None
 
 
@@ -207,6 +210,8 @@ def case_row(d: Path) -> Row | None:
         row.pool_pred, row.pool_unit = b.values.get("kv_memory"), "GiB"
     if _POOLFAIL.search(body):
         row.logged_outcome = "pool_fail"
+    elif label.get("cause") == "graph_capture_fault" and _CAPOOM.search(body):
+        row.logged_outcome = "capture_oom"
     elif label.get("failed") is False:
         row.logged_outcome = "healthy"
     else:
@@ -285,7 +290,8 @@ def summary(rs: list[Row]) -> str:
     return head + (
         f"{len(rs)} cases; weights within 2 %: {within(we, 0.02)} (median |err| {med(we) * 100:.1f} %); "
         f"KV pool within 5 %: {within(pe, 0.05)} (median |err| {med(pe) * 100:.1f} %); verdicts right: "
-        f"{sum(vo)}/{len(vo)} (pool failures no-go, healthy starts go/risky); logs whose own readings follow "
+        f"{sum(vo)}/{len(vo)} (pool failures no-go, graph-capture OOMs no-go/risky graph_capture_fault, healthy "
+            f"starts go/risky); logs whose own readings follow "
         f"SGLang's formula within 1 %: {within(re_, 0.01)}; outcome contradicted by the log's own readings "
         f"(not counted): {', '.join(bad) or 'none'}"
     )

@@ -493,7 +493,7 @@ def vllm(
         * GIB
     )
     kvb = kv_dtype_bytes(raw, model)
-    cell = model.kv_bytes_per_token(tp, kvb) / pp
+    cell = model.kv_bytes_per_token(tp, kvb) // pp
     state = 0.0
     if model.hybrid:
         ssm_b = DTYPE_BYTES.get(str(raw.get("mamba_ssm_cache_dtype") or "float32").replace("auto", "float32"), 4)
