@@ -561,3 +561,27 @@ def test_overheads_table_marks_every_constant():
 
     assert TABLE and all(r.status in ("measured", "assumed") and r.source for r in TABLE)
     assert len({(r.engine, r.name, r.since) for r in TABLE}) == len(TABLE)
+
+
+def test_draft_model_adds_its_weights_and_kv():
+    """Speculative decoding with a local draft: its weights (split by TP) and its per-token KV join the budget."""
+    base = [
+        "--model-config",
+        MODELS / "Qwen3-32B",
+        "--gpu-memory",
+        H200,
+        "--gpus",
+        2,
+        "--no-kernel-log",
+        "--format",
+        "json",
+    ]
+    cmd = ["--", *SGLANG, "--tp", "2", "--speculative-algorithm", "EAGLE3"]
+    plain = js(pf(*base, *cmd))["budget"]["per_gpu"]
+    with_draft = js(pf(*base, "--draft-config", MODELS / "Qwen3-4B-Instruct-2507", *cmd))["budget"]["per_gpu"]
+    from logdoctor.preflight import model as mdl
+
+    draft, _ = mdl.load(MODELS / "Qwen3-4B-Instruct-2507")
+    assert with_draft["weights"] == pytest.approx(plain["weights"] + draft.weight_bytes / 2 / (1 << 30), abs=1e-3)
+    assert with_draft["kv_bytes_per_token"] == plain["kv_bytes_per_token"] + draft.kv_bytes_per_token(2, 2)
+    assert with_draft["pool_tokens"] < plain["pool_tokens"]
