@@ -585,3 +585,14 @@ def test_draft_model_adds_its_weights_and_kv():
     assert with_draft["weights"] == pytest.approx(plain["weights"] + draft.weight_bytes / 2 / (1 << 30), abs=1e-3)
     assert with_draft["kv_bytes_per_token"] == plain["kv_bytes_per_token"] + draft.kv_bytes_per_token(2, 2)
     assert with_draft["pool_tokens"] < plain["pool_tokens"]
+
+
+def test_recorded_h200_xml_from_a_real_nvidia_smi():
+    """nvidia-smi -q -x of the lent H200 (driver 580.159.04): size, bus, and the counters all read, none alarming."""
+    from logdoctor.preflight.gpus import from_xml
+
+    (g,) = from_xml(str(DATA / "smi" / "h200-recorded.xml")).gpus
+    assert (g.name, g.total_bytes, g.pci_bus) == ("NVIDIA H200", 143771 << 20, "00000000:00:06.0")
+    assert (g.ecc_uncorrectable_volatile, g.ecc_uncorrectable_aggregate) == (0, 0)
+    assert (g.remap_pending, g.remap_failure, g.retired_pending) == (False, False, False)
+    assert g.problems() == []

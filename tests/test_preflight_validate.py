@@ -41,11 +41,19 @@ def test_weights_within_two_percent_for_most_cases(rows):
 
 
 def test_every_pool_failure_is_no_go_and_every_healthy_start_go_or_risky(rows):
-    judged = [r for r in rows if r.verdict_ok is not None and r.consistent]
+    judged = [r for r in rows if r.logged_outcome in ("pool_fail", "healthy") and r.consistent]
     assert sum(r.logged_outcome == "pool_fail" for r in judged) >= 8
     assert sum(r.logged_outcome == "healthy" for r in judged) >= 10
     wrong = [(r.case, r.logged_outcome, r.verdict) for r in judged if not r.verdict_ok]
     assert wrong == []
+
+
+def test_recorded_graph_capture_ooms_are_predicted(rows):
+    """gpu-real capture_oom / capture_oom_in_graph (mem_fraction_static 0.97 on an H200): the decode graphs do not
+    fit outside the static share. (The composed capture-OOM fixtures are not held to this: their graph memory is
+    not derived from a measurement.)"""
+    recorded = [r for r in rows if r.logged_outcome == "capture_oom" and not r.synthetic]
+    assert len(recorded) == 2 and all(r.verdict_ok for r in recorded)
 
 
 def test_inconsistent_logs_are_only_the_seed_reconstruction(rows):

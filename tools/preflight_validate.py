@@ -283,7 +283,7 @@ def summary(rs: list[Row]) -> str:
     rw = [r.weights_err for r in rec if r.weights_err is not None]
     rp = [r.pool_err for r in rec if r.pool_err is not None]
     head = (
-        f"recorded on a GPU: {len(rec)} cases; weights within 2 %: {within(rw, 0.02)}, KV pool within 5 %: "
+        f"not composed by fixturegen: {len(rec)} cases; weights within 2 %: {within(rw, 0.02)}, KV pool within 5 %: "
         f"{within(rp, 0.05)}, max |err| weights {max(map(abs, rw), default=0) * 100:.2f} %, pool "
         f"{max(map(abs, rp), default=0) * 100:.2f} %\nall: "
     )

@@ -43,7 +43,8 @@ TABLE: tuple[Overhead, ...] = (
         "GiB",
         "measured",
         "H200, TP1, torch 2.11/CUDA 13: torch total 139.80 GiB - 'Load weight begin. avail mem=138.65 GB' "
-        "(fixtures/journals/gpu-real/healthy): CUDA context + allocator + NCCL group of one",
+        "(fixtures/journals/gpu-real/healthy): CUDA context + allocator + NCCL group of one; "
+        "tools/preflight_measure.py read 1.245 GiB with cuBLAS initialised too",
     ),
     Overhead(
         "sglang",
@@ -75,11 +76,12 @@ TABLE: tuple[Overhead, ...] = (
     Overhead(
         "vllm",
         "non_torch",
-        0.60,
+        0.70,
         "GiB",
-        "assumed",
-        "CUDA context + NCCL outside the torch allocator at TP1 (vLLM's profile subtracts the measured "
-        "increase); lead to measure on H200",
+        "measured",
+        "H200, driver 580.159.04, torch 2.11.0+cu130 (tools/preflight_measure.py, 3 runs alike): memory outside "
+        "the torch allocator is 0.514 GiB after the CUDA context and 1.214 GiB after cuBLAS and a one-rank NCCL "
+        "group; vLLM snapshots after the context, so its non-torch increase is the 0.70 GiB difference",
     ),
     Overhead(
         "vllm",
