@@ -596,3 +596,30 @@ def test_recorded_h200_xml_from_a_real_nvidia_smi():
     assert (g.ecc_uncorrectable_volatile, g.ecc_uncorrectable_aggregate) == (0, 0)
     assert (g.remap_pending, g.remap_failure, g.retired_pending) == (False, False, False)
     assert g.problems() == []
+
+
+def test_sliding_window_model_splits_sglang_pool_into_full_and_window_tokens():
+    """gpt-oss-120b: 18 full + 18 sliding-window layers; SGLang's hybrid SWA pool spends the budget on full tokens
+    and 0.8 x as many window tokens, so the reported #tokens is pool / (per-layer KV x (18 + 0.8 x 18))."""
+    d = js(
+        pf(
+            "--model-config",
+            MODELS / "gpt-oss-120b",
+            "--gpu-memory",
+            H200,
+            "--gpus",
+            1,
+            "--no-kernel-log",
+            "--format",
+            "json",
+            "--",
+            *SGLANG,
+            "--mem-fraction-static",
+            "0.85",
+        )
+    )
+    per = d["budget"]["per_gpu"]
+    per_layer = 8 * (64 + 64) * 2  # 8 KV heads x (K 64 + V 64) x bf16
+    want = per["pool_memory"] * (1 << 30) / (per_layer * (18 + 0.8 * 18))
+    assert per["pool_tokens"] == pytest.approx(want, rel=1e-4)  # pool_memory is printed to 4 decimals of a GiB
+    assert per["swa_pool_tokens"] == int(per["pool_tokens"] * 0.8)

@@ -248,8 +248,10 @@ def sglang(
     if model.hybrid:
         rest = _sglang_linear_state(b, model, raw, tp, rest, max_running, spec)
     tokens = int(rest // cell) if cell else 0
-    cap = _int(raw.get("max_total_tokens"), 0)
     how = f"{_g(rest)} / {cell:.0f} B"
+    if model.sliding_window_layers and cell and not raw.get("disable_hybrid_swa_memory"):
+        tokens, how = _sglang_swa_split(b, model, raw, tp, kvb, rest)
+    cap = _int(raw.get("max_total_tokens"), 0)
     if cap and cap < tokens:
         tokens, how = cap, f"--max-total-tokens {cap} (the pool would hold {tokens})"
     b.add("pool_tokens", tokens, "tokens", how + "; the engine prints 'KV Cache is allocated. #tokens:'")
@@ -296,6 +298,18 @@ def sglang(
     if tokens > 0:
         _sglang_graphs(b, model, raw, before, frac, chunk, graph_bs)
     return b
+
+
+def _sglang_swa_split(b: Budget, model: ModelSpec, raw: dict, tp: int, kvb: float, rest: float) -> tuple[int, str]:
+    """Hybrid sliding-window models (model_runner_kv_cache_mixin._resolve_hybrid_swa_tokens): one byte budget
+    shared by a full pool and a sliding-window pool with swa_tokens = ratio x full_tokens
+    (--swa-full-tokens-ratio, 0.8); the pool's reported #tokens is the full pool."""
+    per_layer = model.kv_bytes_per_token(tp, kvb, layers=1)
+    n_full, n_swa = model.full_attention_layers, model.sliding_window_layers
+    ratio = _float(raw.get("swa_full_tokens_ratio"), 0.8) or 0.8
+    full = int(rest // (per_layer * (n_full + ratio * n_swa)))
+    b.add("swa_pool_tokens", int(full * ratio), "tokens", f"{ratio} x the full pool (--swa-full-tokens-ratio)")
+    return full, (f"{_g(rest)} / ({per_layer:.0f} B x ({n_full} full + {ratio} x {n_swa} sliding-window layers))")
 
 
 def _sglang_linear_state(

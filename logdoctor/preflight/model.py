@@ -107,7 +107,11 @@ def _quant(cfg: dict) -> tuple[str | None, float | None]:
     if bits is None:
         if "fp8" in method or q.get("fmt") in ("e4m3", "e5m2") or "float-quantized" in method:
             bits = 8
-        elif method in ("mxfp4", "nvfp4", "awq", "gptq"):
+        elif method == "mxfp4":
+            bits = 4.25  # an 8-bit shared exponent per 32 values
+        elif method == "nvfp4":
+            bits = 4.5  # an FP8 scale per 16 values
+        elif method in ("awq", "gptq"):
             bits = 4
         elif method == "compressed-tensors":
             groups = q.get("config_groups") or {}
