@@ -623,3 +623,56 @@ def test_sliding_window_model_splits_sglang_pool_into_full_and_window_tokens():
     want = per["pool_memory"] * (1 << 30) / (per_layer * (18 + 0.8 * 18))
     assert per["pool_tokens"] == pytest.approx(want, rel=1e-4)  # pool_memory is printed to 4 decimals of a GiB
     assert per["swa_pool_tokens"] == int(per["pool_tokens"] * 0.8)
+
+
+_FAKE_NVML = '''
+"""A stand-in for nvidia-ml-py with two H100s; GPU 1 has uncorrectable ECC errors and another process's memory."""
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC = 1, 0, 1
+class NVMLError(Exception):
+    pass
+class _Mem:
+    def __init__(self, total, used):
+        self.total, self.used = total, used
+class _Pci:
+    def __init__(self, bus):
+        self.busId = bus
+_GPUS = [dict(bus=b"00000000:19:00.0", used=0, ecc=0), dict(bus=b"00000000:3B:00.0", used=20 << 30, ecc=3)]
+def nvmlInit(): pass
+def nvmlShutdown(): pass
+def nvmlDeviceGetCount(): return len(_GPUS)
+def nvmlDeviceGetHandleByIndex(i): return i
+def nvmlDeviceGetMemoryInfo(h): return _Mem(81559 << 20, _GPUS[h]["used"])
+def nvmlDeviceGetName(h): return b"NVIDIA H100 80GB HBM3"
+def nvmlDeviceGetPciInfo(h): return _Pci(_GPUS[h]["bus"])
+def nvmlDeviceGetTotalEccErrors(h, kind, counter): return _GPUS[h]["ecc"]
+def nvmlDeviceGetRetiredPagesPendingStatus(h): raise NVMLError("Not Supported")
+def nvmlDeviceGetRemappedRows(h): return (0, 0, 0, 0)
+'''
+
+
+def test_live_nvml_reads_memory_and_counters(tmp_path):
+    """The NVML path with a stand-in library: sizes, buses and ECC counters are read; another process's memory on
+    a GPU the command uses is taken off the budget; unsupported counters are unknown, not errors."""
+    import os
+
+    (tmp_path / "pynvml.py").write_text(_FAKE_NVML)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+    def run(*cmd):
+        argv = ["--model-config", MODELS / "Qwen3-8B", "--no-kernel-log", "--no-history", "--format", "json", "--"]
+        p = subprocess.run(
+            [sys.executable, "-m", "logdoctor", "preflight", *map(str, argv), *SGLANG, *cmd],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        return json.loads(p.stdout), p.returncode
+
+    one, rc1 = run()
+    assert rc1 == 0 and one["gpus"][0]["source"] == "NVML" and one["gpus"][0]["pci_bus"] == "00000000:19:00.0"
+    assert one["budget"]["per_gpu"]["usable_total"] == pytest.approx(81559 / 1024 - 0.60, abs=0.01)
+    two, rc2 = run("--tp", "2")
+    assert rc2 == 1 and two["cause"] == "hardware_fault"
+    assert any("GPU 1" in e["text"] and "uncorrectable ECC" in e["text"] for e in two["evidence"])
+    assert two["budget"]["per_gpu"]["usable_total"] == pytest.approx(81559 / 1024 - 0.60 - 20, abs=0.01)
