@@ -55,7 +55,7 @@ class Report:
                 for f in self.findings
                 if f.message
             ],
-            "fixes": [dict(f.to_dict(), text=f.text) for f in self.fixes],
+            "fixes": [f.to_dict() for f in self.fixes],  # explain's shape (diagnosis.FixStep)
             "evidence": self.evidence,
             "notes": self.notes,
         }
