@@ -676,3 +676,18 @@ def test_live_nvml_reads_memory_and_counters(tmp_path):
     assert rc2 == 1 and two["cause"] == "hardware_fault"
     assert any("GPU 1" in e["text"] and "uncorrectable ECC" in e["text"] for e in two["evidence"])
     assert two["budget"]["per_gpu"]["usable_total"] == pytest.approx(81559 / 1024 - 0.60 - 20, abs=0.01)
+
+
+def test_kernel_xids_count_only_hardware_classes_on_the_gpus_used():
+    from logdoctor.preflight.gpus import GPU
+    from logdoctor.preflight.health import kernel_signs
+
+    used = [GPU(0, "H200", 1, pci_bus="00000000:AB:00.0")]
+    lines = [
+        "kernel: NVRM: Xid (0000:ab:00): 48, pid=1, An uncorrectable double bit error (DBE) has been detected",
+        "kernel: NVRM: Xid (PCI:0000:ab:00): 13, pid=7, Graphics Exception: ESR 0x1",  # an application's fault
+        "kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=9, GPU has fallen off the bus.",  # another GPU
+    ]
+    signs = kernel_signs(lines, used, "kern.log")
+    assert [(s.line, s.source) for s in signs] == [(1, "kern.log")]
+    assert len(kernel_signs(lines, [GPU(0, "GPU", 1)], "kern.log")) == 2  # no bus known: every GPU's Xids count

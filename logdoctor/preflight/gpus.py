@@ -226,7 +226,7 @@ def select(gpus: GPUSet, visible: str | None, base_gpu_id: int = 0, need: int = 
     """The GPUs the command will use: CUDA_VISIBLE_DEVICES (indexes) when set, from SGLang's --base-gpu-id, the
     first `need` of them."""
     pool = gpus.gpus
-    if visible:
+    if visible and re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", visible):  # indexes; UUIDs (GPU-...) keep the order
         wanted = [int(x) for x in re.findall(r"\d+", visible)]
         by_index = {g.index: g for g in pool}
         pool = [by_index[i] for i in wanted if i in by_index] or pool

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from logdoctor.errors import InputError
 from logdoctor.preflight.gpus import GPU
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),(.*)")
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),(.*)")  # older drivers omit "PCI:"
 _OFF_BUS = re.compile(r"NVRM: GPU (?:at PCI:)?([0-9a-fA-F:.]+):? GPU has fallen off the bus")
 # Xids that blame the GPU, not the application (shared/reference/engines.md section E)
 HARDWARE_XIDS = {48, 63, 64, 92, 94, 95, 140, 79, 74, 61, 62, 119, 120, 154}
