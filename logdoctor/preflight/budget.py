@@ -210,7 +210,7 @@ def sglang(
             )
         )
         return b
-    gpu_mib = gpu_bytes / (1 << 20)
+    gpu_mib = (gpu_bytes - oh.value("sglang", "driver_reserved")) / (1 << 20)  # torch's total, as SGLang reads it
     frac = _float(raw.get("mem_fraction_static"), None)
     auto_frac, chunk, graph_bs = sglang_auto_fraction(gpu_mib, raw, tp, pp, bool(model.mla))
     if frac is None:
