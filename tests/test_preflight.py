@@ -691,3 +691,26 @@ def test_kernel_xids_count_only_hardware_classes_on_the_gpus_used():
     signs = kernel_signs(lines, used, "kern.log")
     assert [(s.line, s.source) for s in signs] == [(1, "kern.log")]
     assert len(kernel_signs(lines, [GPU(0, "GPU", 1)], "kern.log")) == 2  # no bus known: every GPU's Xids count
+
+
+def test_old_vllm_captures_graphs_outside_the_utilization():
+    """Before 0.21 vLLM did not profile CUDA graphs: at utilization 0.99 they have nowhere to go (no-go, with a
+    utilization that leaves them room); 0.33 subtracts them from the KV budget instead."""
+    argv = [
+        "--model-config",
+        MODELS / "Qwen3-8B",
+        "--gpu-memory",
+        H100,
+        "--gpus",
+        1,
+        "--no-kernel-log",
+        "--format",
+        "json",
+    ]
+    cmd = ["--", "vllm", "serve", "Qwen/Qwen3-8B", "--gpu-memory-utilization", "0.99", "--max-model-len", "32768"]
+    old = js(pf(*argv, "--engine-version", "0.10.1", *cmd))
+    assert (old["verdict"], old["cause"], old["phase"]) == ("no-go", "graph_capture_fault", "graph_capture")
+    assert old["fixes"][0]["flag"] == "--gpu-memory-utilization" and old["fixes"][0]["to"] < 0.99
+    new = js(pf(*argv, "--engine-version", "0.33.0", *cmd))
+    assert new["cause"] != "graph_capture_fault"
+    assert new["budget"]["per_gpu"]["kv_memory"] < old["budget"]["per_gpu"]["kv_memory"]

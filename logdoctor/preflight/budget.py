@@ -9,6 +9,7 @@ Overheads come from overheads.TABLE (measured or assumed)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from logdoctor.preflight import overheads as oh
@@ -496,16 +497,40 @@ def vllm(
         if eager
         else f"capture sizes up to {cap} x {oh.value('vllm', 'cudagraph_per_capture_size') / (1 << 20):.1f} MiB (assumed)",
     )
+    from logdoctor.levers import version_tuple
+
+    vt = version_tuple(version)
+    profiled = vt is None or vt >= (0, 21, 0, 0)  # CUDA-graph memory is profiled into the budget since 0.21
     avail = (
         b.add(
             "kv_memory",
-            (requested - w - peak - nt - graphs) / GIB,
+            (requested - w - peak - nt - (graphs if profiled else 0)) / GIB,
             "GiB",
-            "requested - weights - activation peak - non-torch - CUDA graphs; the engine prints "
-            "'Available KV cache memory:'",
+            (
+                "requested - weights - activation peak - non-torch - CUDA graphs"
+                if profiled
+                else f"requested - weights - activation peak - non-torch (vLLM {version} does not profile CUDA graphs: "
+                "they are captured in the memory outside gpu_memory_utilization)"
+            )
+            + "; the engine prints 'Available KV cache memory:'",
         )
         * GIB
     )
+    if not profiled and graphs:
+        outside = total - requested
+        b.add("outside_requested", outside / GIB, "GiB", f"(1 - {util}) x {_g(total)}: where CUDA graphs are captured")
+        if graphs > outside:
+            b.findings.append(
+                Finding(
+                    "no-go",
+                    "graph_capture_fault",
+                    "graph_capture",
+                    f"the CUDA graphs ({_g(graphs)}) do not fit in the {_g(outside)} outside "
+                    f"gpu_memory_utilization={util}",
+                    "mem_fraction",
+                    math.floor((1 - graphs / total) * 100) / 100,
+                )
+            )
     kvb = kv_dtype_bytes(raw, model)
     cell = model.kv_bytes_per_token(tp, kvb) // pp
     state = 0.0
