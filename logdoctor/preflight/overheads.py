@@ -81,7 +81,9 @@ TABLE: tuple[Overhead, ...] = (
         "measured",
         "H200, driver 580.159.04, torch 2.11.0+cu130 (tools/preflight_measure.py, 3 runs alike): memory outside "
         "the torch allocator is 0.514 GiB after the CUDA context and 1.214 GiB after cuBLAS and a one-rank NCCL "
-        "group; vLLM snapshots after the context, so its non-torch increase is the 0.70 GiB difference",
+        "group; vLLM snapshots after the context, so its non-torch increase is the 0.70 GiB difference. "
+        "tools/data/gpu-overheads-h200-torch2.11.json (the lead's run) reads 0.63 GiB for the same two parts "
+        "(cuBLAS 162 MiB + one-rank NCCL 484 MiB)",
     ),
     Overhead(
         "vllm",
