@@ -32,4 +32,11 @@ def triage(paths, *, jobs=None, scheduler=None, year=None):
     return _triage(paths, jobs=jobs, scheduler=scheduler, year=year)
 
 
-__all__ = ["diagnose", "watch", "triage", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]
+def preflight(unit_file=None, *, argv=None, **kw):
+    """Before a start: the memory budget and host health of a launch command (a unit file, or argv) -> a Report
+    whose .verdict is go | no-go | risky (.cause, .phase, .budget, .fixes, .to_dict()); docs/preflight.md."""
+    from logdoctor.preflight import run
+    return run(unit_file=unit_file, argv=argv, **kw)
+
+
+__all__ = ["diagnose", "watch", "triage", "preflight", "LogdoctorError", "InputError", "UsageError", "RuleError", "__version__"]

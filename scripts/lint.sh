@@ -13,6 +13,10 @@ FORMATTED=(
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
+  logdoctor/preflight/__init__.py logdoctor/preflight/budget.py logdoctor/preflight/gpus.py
+  logdoctor/preflight/health.py logdoctor/preflight/inputs.py logdoctor/preflight/model.py
+  logdoctor/preflight/overheads.py logdoctor/preflight/render.py logdoctor/preflight/verdict.py
+  logdoctor/commands/preflight.py tests/test_preflight.py tests/test_preflight_validate.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -27,7 +27,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
     ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),
     ("matching", "classify", "unitfile"),
     ("remedy", "api", "crossattempt", "calibration"),
-    ("render", "evaluation", "notify", "watching", "triage"),
+    ("render", "evaluation", "notify", "watching", "triage", "preflight"),
     ("run", "about"),
     ("cli", "commands", "entry", "__init__", "__main__"),
 ]
