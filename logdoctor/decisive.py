@@ -11,12 +11,14 @@ errors after the service came up (a client that disconnected, a 400 for a too-lo
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logdoctor import rxcache
 from logdoctor.blocks import Block, Frame
 from logdoctor.hints import strip_false
 from logdoctor.records import SERVICE, Record
+from logdoctor.vocab import PHASES
 
 FOREIGN = "foreign"
 WRAPPED = rxcache.compile(  # an engine wrapper that quotes the inner error
@@ -49,6 +51,9 @@ class Decisive:
     errors: list[tuple[int, str]] = field(default_factory=list)    # every section "Type: msg" + ERROR lines
     inner: list[tuple[int, str]] = field(default_factory=list)     # root causes
     wrapper: list[tuple[int, str]] = field(default_factory=list)   # outermost exception of each fatal block
+    error_lines: list[int] = field(default_factory=list)   # ERROR/CRITICAL and bare fatal CUDA/NCCL lines outside
+    #                                                        tracebacks that can end an attempt (recoverable ones out)
+    recoverable: list[int] = field(default_factory=list)   # error lines set aside: the service went on past them
     rank: str | None = None   # the failing rank: of the earliest decisive traceback that is not a front-end echo
     #                           (set by timeline._decide, which also drops tracebacks the service served past)
 
@@ -167,13 +172,116 @@ def compute(a, ready_line: int = 0) -> Decisive:
                     d.inner.append((s.exc_line or b.first_line, w.group("inner")))
     req = {r.line for b in d.request_errors for r in b.records}
     in_blocks = {r.line for b in a.blocks for r in b.records}
+    follow: Followed | None = None
     for r in a.records:
         if r.transport != SERVICE or r.extra.get(FOREIGN) or r.line in in_blocks or r.line in req:
             continue
-        if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg) \
-                or _CHECK_FAILED.match(r.msg):
-            d.errors.append((r.line, strip_false(r.msg)))
+        leveled = r.level in ("ERROR", "CRITICAL") and bool(r.msg.strip())
+        bare = not leveled and is_bare_fatal(r.msg)
+        if not (leveled or bare or _EXC_LINE.match(r.msg) or _CHECK_FAILED.match(r.msg)):
+            continue
+        if follow is None:
+            follow = Followed.of(a, d, ready_line)
+        if is_recoverable(r, follow):
+            d.recoverable.append(r.line)
+            continue
+        d.errors.append((r.line, strip_false(r.msg)))
+        if leveled or bare:
+            d.error_lines.append(r.line)
     return d
+
+
+_EXC_LINE = rxcache.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
+# a line that is itself a CUDA / NCCL error report (not a warning that mentions one): the catalogue decides if fatal
+_BARE = rxcache.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception): )?(?:CUDA (?:driver )?error: |NCCL error\b|"
+                        r"Cuda (?:error|failure) |CUDA error at )")
+
+
+def is_bare_fatal(msg: str) -> bool:
+    """A line that reports a CUDA or NCCL error the catalogues call fatal ("CUDA error: an illegal memory access was
+    encountered"), with no traceback around it: a failure of its own (issue 19). The catalogue is read only for
+    lines that start like an error report."""
+    if not _BARE.match(msg):
+        return False
+    from logdoctor import catalogues  # lazy: most logs never get here
+
+    m = catalogues.mention(msg)
+    return m is not None and m.entry.fatal
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# recoverable is not decisive (issue 19 part 4): a line the engine logs and then continues past cannot be the decisive
+# error nor make an attempt failed by itself. The hooks below decide it from what followed the line; the atlas (or
+# any later source of "this message sits on a recoverable path") appends its own hook to RECOVERABLE_HOOKS.
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What the attempt did after each line: the phase markers (line, phase index, rank) and the lines where a
+    fatal block or another error line starts."""
+
+    markers: tuple[tuple[int, int, str], ...]
+    fatal_starts: tuple[int, ...]
+    ready_line: int
+
+    @classmethod
+    def of(cls, a, d: Decisive, ready_line: int = 0) -> Followed:
+        order = {p: i for i, p in enumerate(PHASES)}
+        marks = tuple((e.line, order.get(e.phase or "", -1), e.rank or "main") for e in a.events
+                      if e.kind == "marker" and e.phase)
+        return cls(marks, tuple(sorted(b.first_line for b in d.blocks)), ready_line)
+
+    def phase_at(self, line: int, rank: str) -> int:
+        """The furthest phase index this rank (or the rank-less main process) had reached at `line`."""
+        seen = [p for ln, p, rk in self.markers if ln <= line and rk in (rank, "main")]
+        return max(seen, default=-1)
+
+    def went_on(self, line: int, rank: str) -> bool:
+        """This rank (or the main process, for a rank-less line) reached a later phase after `line`."""
+        now = self.phase_at(line, rank)
+        later = [p for ln, p, rk in self.markers if ln > line and (rk == rank or rank == "main")]
+        return bool(later) and max(later) > now
+
+    def fatal_after(self, line: int) -> bool:
+        return any(s > line for s in self.fatal_starts)
+
+
+RecoverableHook = Callable[[Record, Followed], bool]
+# a line that announces its own retry or fallback ("retrying 1 of 2", "will retry", "falling back to")
+_RETRY = rxcache.compile(r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\bre-?trying\b|\battempt \d+ ?(?:of|/) ?\d+|"
+                         r"\bfall(?:ing)? ?back\b", re.I)
+
+
+def _advice(r: Record, f: Followed) -> bool:
+    """Advice the runtime prints after an error (set CUDA_LAUNCH_BLOCKING=1, compile with TORCH_USE_CUDA_DSA, an
+    engine's "If exit code is ..." hint on a line of its own): never the error itself."""
+    msg = r.msg.strip()
+    if msg.startswith("If ") and "exit code" in msg:
+        return True
+    if "CUDA" not in msg:
+        return False
+    from logdoctor import catalogues
+
+    return catalogues.is_advice(msg)
+
+
+def _went_on(r: Record, f: Followed) -> bool:
+    """The process that logged the line went on to a later start-up phase: it survived the error."""
+    return f.went_on(r.line, r.rank or "main")
+
+
+def _retried(r: Record, f: Followed) -> bool:
+    """The line announces a retry or fallback and something decisive followed it (the real error, or progress):
+    the attempt's fate was decided later, not here."""
+    return bool(_RETRY.search(r.msg)) and (f.fatal_after(r.line) or f.went_on(r.line, r.rank or "main"))
+
+
+RECOVERABLE_HOOKS: list[RecoverableHook] = [_advice, _went_on, _retried]
+
+
+def is_recoverable(r: Record, follow: Followed) -> bool:
+    """A service error line the engine logged and then continued past (any hook says so)."""
+    return any(h(r, follow) for h in RECOVERABLE_HOOKS)
 
 
 def section_text(s) -> str:

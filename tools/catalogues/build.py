@@ -68,8 +68,10 @@ def parse_enum(header: str, start: str, end: str, name_rx: str) -> list[tuple[st
 def _find_wheel(folder: Path, stem: str) -> Path:
     found = sorted(folder.glob(f"{stem}-*.whl"))
     if not found:
-        sys.exit(f"build: no {stem}-*.whl in {folder} (pip download --no-deps --only-binary=:all: "
-                 f"{stem.replace('_', '-')} -d {folder})")
+        sys.exit(
+            f"build: no {stem}-*.whl in {folder} (pip download --no-deps --only-binary=:all: "
+            f"{stem.replace('_', '-')} -d {folder})"
+        )
     return found[-1]
 
 
@@ -92,7 +94,9 @@ def annotate_cuda(raw: dict) -> dict:
 
 
 def annotate_nccl(raw: dict) -> dict:
-    cause, family, scope, fatal, nxt = ann.NCCL.get(raw["code"], (None, None, "host", True, "rerun with NCCL_DEBUG=INFO"))
+    cause, family, scope, fatal, nxt = ann.NCCL.get(
+        raw["code"], (None, None, "host", True, "rerun with NCCL_DEBUG=INFO")
+    )
     return {**raw, "cause": cause, "family": family, "scope": scope, "fatal": fatal, "phase": "dist_init", "next": nxt}
 
 
@@ -105,9 +109,7 @@ _NCCL_RAW = ("code", "name", "message")
 
 
 def xid_entries() -> list[dict]:
-    return [
-        {"code": c, "name": n, "class": k, "host": h, "action": a} for c, (n, k, h, a) in sorted(ann.XID.items())
-    ]
+    return [{"code": c, "name": n, "class": k, "host": h, "action": a} for c, (n, k, h, a) in sorted(ann.XID.items())]
 
 
 def torch_entries() -> list[dict]:
@@ -159,21 +161,57 @@ def build(wheels: Path) -> None:
         annotate_cuda({"api": "driver", "code": v, "name": n, "message": rt_msg.get(v) or None, "doc": d})
         for n, v, d in drv
     ]
-    nccl_entries = [annotate_nccl({"code": v, "name": n, "message": nccl_msg[v]}) for n, v, _ in nccl if n != "ncclNumResults"]
-    _write("cuda", _doc("cuda", cuda_src, cuda, "codes, names and doc comments from driver_types.h (cudaError_t) and "
-                        "cuda.h (CUresult); messages from libcudart's cudaGetErrorString; " + _HAND_NOTE + ": cause, "
-                        "family, scope, fatal, phase, next"))
-    _write("nccl", _doc("nccl", nccl_src, nccl_entries, "ncclResult_t from nccl.h; messages from libnccl's "
-                        "ncclGetErrorString; " + _HAND_NOTE + ": cause, family, scope, fatal, next"))
+    nccl_entries = [
+        annotate_nccl({"code": v, "name": n, "message": nccl_msg[v]}) for n, v, _ in nccl if n != "ncclNumResults"
+    ]
+    _write(
+        "cuda",
+        _doc(
+            "cuda",
+            cuda_src,
+            cuda,
+            "codes, names and doc comments from driver_types.h (cudaError_t) and "
+            "cuda.h (CUresult); messages from libcudart's cudaGetErrorString; " + _HAND_NOTE + ": cause, "
+            "family, scope, fatal, phase, next",
+        ),
+    )
+    _write(
+        "nccl",
+        _doc(
+            "nccl",
+            nccl_src,
+            nccl_entries,
+            "ncclResult_t from nccl.h; messages from libnccl's "
+            "ncclGetErrorString; " + _HAND_NOTE + ": cause, family, scope, fatal, next",
+        ),
+    )
     _write_hand()
 
 
 def _write_hand() -> None:
-    _write("xid", _doc("xid", [{"document": "NVIDIA Xid Errors, https://docs.nvidia.com/deploy/xid-errors/"}],
-                       xid_entries(), "written from NVIDIA's public Xid catalogue (" + _HAND_NOTE + ")"))
-    _write("torch", _doc("torch", [{"document": "PyTorch c10/cuda/CUDAException.h, torch/cuda/__init__.py, "
-                                    "torch/distributed (ProcessGroupNCCL)"}],
-                         torch_entries(), "PyTorch's error families as they reach a log (" + _HAND_NOTE + ")"))
+    _write(
+        "xid",
+        _doc(
+            "xid",
+            [{"document": "NVIDIA Xid Errors, https://docs.nvidia.com/deploy/xid-errors/"}],
+            xid_entries(),
+            "written from NVIDIA's public Xid catalogue (" + _HAND_NOTE + ")",
+        ),
+    )
+    _write(
+        "torch",
+        _doc(
+            "torch",
+            [
+                {
+                    "document": "PyTorch c10/cuda/CUDAException.h, torch/cuda/__init__.py, "
+                    "torch/distributed (ProcessGroupNCCL)"
+                }
+            ],
+            torch_entries(),
+            "PyTorch's error families as they reach a log (" + _HAND_NOTE + ")",
+        ),
+    )
 
 
 def check() -> list[str]:
