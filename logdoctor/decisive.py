@@ -217,29 +217,35 @@ def is_bare_fatal(msg: str) -> bool:
 
 @dataclass(frozen=True)
 class Followed:
-    """What the attempt did after each line: the phase markers (line, phase index, rank) and the lines where a
-    fatal block or another error line starts."""
+    """What the attempt did after each line: its phase markers (line, phase index, rank, whether the marker line is
+    a log record of its own: it carries the engine's level or timestamp) and where its fatal blocks start."""
 
-    markers: tuple[tuple[int, int, str], ...]
+    markers: tuple[tuple[int, int, str, bool], ...]
     fatal_starts: tuple[int, ...]
     ready_line: int
 
     @classmethod
     def of(cls, a, d: Decisive, ready_line: int = 0) -> Followed:
         order = {p: i for i, p in enumerate(PHASES)}
-        marks = tuple((e.line, order.get(e.phase or "", -1), e.rank or "main") for e in a.events
-                      if e.kind == "marker" and e.phase)
+        own = {r.line: bool(r.level or r.engine_ts) for r in a.records}
+        marks = tuple((e.line, order.get(e.phase or "", -1), e.rank or "main", own.get(e.line, False))
+                      for e in a.events if e.kind == "marker" and e.phase)
         return cls(marks, tuple(sorted(b.first_line for b in d.blocks)), ready_line)
 
     def phase_at(self, line: int, rank: str) -> int:
         """The furthest phase index this rank (or the rank-less main process) had reached at `line`."""
-        seen = [p for ln, p, rk in self.markers if ln <= line and rk in (rank, "main")]
+        seen = [p for ln, p, rk, _ in self.markers if ln <= line and rk in (rank, "main")]
         return max(seen, default=-1)
 
-    def went_on(self, line: int, rank: str) -> bool:
-        """This rank (or the main process, for a rank-less line) reached a later phase after `line`."""
-        now = self.phase_at(line, rank)
-        later = [p for ln, p, rk in self.markers if ln > line and (rk == rank or rank == "main")]
+    def went_on(self, r: Record) -> bool:
+        """The process that logged `r` reached a later phase after it: a later phase marker of the same rank (any,
+        for a rank-less line) that is a new log record where `r` is one (an error's own continuation lines can
+        read like markers: "could not be created: KV cache")."""
+        rank = r.rank or "main"
+        prefixed = bool(r.level or r.engine_ts)
+        now = self.phase_at(r.line, rank)
+        later = [p for ln, p, rk, own in self.markers
+                 if ln > r.line and (rk == rank or rank == "main") and (own or not prefixed)]
         return bool(later) and max(later) > now
 
     def fatal_after(self, line: int) -> bool:
@@ -267,13 +273,13 @@ def _advice(r: Record, f: Followed) -> bool:
 
 def _went_on(r: Record, f: Followed) -> bool:
     """The process that logged the line went on to a later start-up phase: it survived the error."""
-    return f.went_on(r.line, r.rank or "main")
+    return f.went_on(r)
 
 
 def _retried(r: Record, f: Followed) -> bool:
     """The line announces a retry or fallback and something decisive followed it (the real error, or progress):
     the attempt's fate was decided later, not here."""
-    return bool(_RETRY.search(r.msg)) and (f.fatal_after(r.line) or f.went_on(r.line, r.rank or "main"))
+    return bool(_RETRY.search(r.msg)) and (f.fatal_after(r.line) or f.went_on(r))
 
 
 RECOVERABLE_HOOKS: list[RecoverableHook] = [_advice, _went_on, _retried]

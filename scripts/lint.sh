@@ -13,6 +13,9 @@ FORMATTED=(
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
+  logdoctor/catalogues/__init__.py logdoctor/catalogues/entries.py logdoctor/catalogues/load.py
+  logdoctor/catalogues/resolve.py tools/catalogues/__init__.py tools/catalogues/annotations.py
+  tools/catalogues/build.py tests/test_catalogues.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"
