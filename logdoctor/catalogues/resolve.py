@@ -1,5 +1,5 @@
 """A log line -> the CUDA / NCCL code it names, through the catalogues: `CUDA error: <message>`, `Error 802: ...`,
-`cudaErrorX` / `CUDA_ERROR_X` names, `Cuda failure <file>:<line> '<message>'`, `NCCL error ...: <result text>`.
+`cudaErrorX` / `CUDA_ERROR_X` names, `Cuda failure <file>:<line> '<message>'`, `Triton Error [CUDA]: <message>`, `NCCL error ...: <result text>`.
 
 Why by the vendors' own text: torch, vLLM's csrc, flashinfer and NCCL all print cudaGetErrorString /
 ncclGetErrorString, so one table of messages resolves every wrapper's wording to the code, and the code to its
@@ -17,7 +17,7 @@ from logdoctor.catalogues.entries import CudaError, NcclResult
 
 GATE = re.compile(r"CUDA|Cuda|cuda|NCCL|nccl")
 _CUDA_TEXT = re.compile(
-    r"(?:CUDA (?:driver )?error|Cuda (?:error|failure)|CUDA failure|CUDA Error)(?: \S+:\d+)?:? '?(?P<text>[^'\n]+)"
+    r"(?:CUDA (?:driver )?error|Cuda (?:error|failure)|CUDA failure|CUDA Error|Triton Error \[CUDA\])(?: \S+:\d+)?:? '?(?P<text>[^'\n]+)"
 )
 _CODE = re.compile(
     r"\b(?:Error|error|code|code=|err=|CUresult|cudaError_t)\s*[=:]?\s*(?P<code>\d{1,3})\b(?::\s*(?P<text>[^\n(]+))?"

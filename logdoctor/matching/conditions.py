@@ -566,24 +566,28 @@ def _code_mentions(ctx: Context) -> list[tuple[int, str, object]]:
     return got
 
 
-@leaf('cuda_error', evidence=True, syntax='cuda_error: {cause: C, family: F, scope: S, code: [N], api: cuda|nccl}',
+@leaf('cuda_error', evidence=True, syntax='cuda_error: {cause: C, family: F, scope: S, code: [N], api: cuda|nccl, errors_only: true}',
       schema={"type": "object", "properties": {
           "cause": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
           "family": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-          "scope": {"type": "string"}, "api": {"enum": ["cuda", "nccl"]},
+          "scope": {"type": "string"}, "api": {"enum": ["cuda", "nccl"]}, "errors_only": {"type": "boolean"},
           "code": {"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]}},
           "additionalProperties": False})
 def leaf_cuda_error(val, ctx, compiled, scope):
     """A line of the attempt names a CUDA runtime/driver error or an NCCL result (`CUDA error: <message>`,
     `Error 802: ...`, `cudaErrorX`, `NCCL error ...: <result>`) whose catalogue entry (logdoctor/data/catalogues)
-    has these values; decisive errors are read first; captures `code`, `code_name`, `code_message`, `code_next`.
+    has these values; decisive errors are read first (`errors_only: true`: only they); captures `code`, `code_name`,
+    `code_message`, `code_next`.
     Example: `cuda_error: {family: host_not_ready}`."""
     def wants(key, have):
         if key not in val:
             return True
         want = val[key] if isinstance(val[key], list) else [val[key]]
         return have in want
+    decisive_lines = {ln for ln, _ in ctx.errors} if val.get("errors_only") else None
     for ln, text, m in _code_mentions(ctx):
+        if decisive_lines is not None and ln not in decisive_lines:
+            continue
         e = m.entry
         if wants("api", m.kind) and wants("cause", e.cause) and wants("family", e.family) \
                 and wants("scope", e.scope) and wants("code", e.code) and e.fatal:
