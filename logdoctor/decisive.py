@@ -11,6 +11,7 @@ errors after the service came up (a client that disconnected, a 400 for a too-lo
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -217,39 +218,68 @@ def is_bare_fatal(msg: str) -> bool:
 
 @dataclass(frozen=True)
 class Followed:
-    """What the attempt did after each line: its phase markers (line, phase index, rank, whether the marker line is
-    a log record of its own: it carries the engine's level or timestamp) and where its fatal blocks start."""
+    """What the attempt did after each line, indexed once per attempt: per rank, its phase markers' lines with the
+    running maximum of the phase index before and after each (`own`: only markers that are log records of their
+    own, carrying the engine's level or timestamp), and the last line where a fatal block starts."""
 
-    markers: tuple[tuple[int, int, str, bool], ...]
-    fatal_starts: tuple[int, ...]
+    ranks: dict[str, tuple[list[int], list[int], list[int]]]  # rank -> (lines, prefix max, suffix max)
+    own_ranks: dict[str, tuple[list[int], list[int], list[int]]]
+    last_fatal: int
     ready_line: int
+
+    @staticmethod
+    def _index(marks: list[tuple[int, int]]) -> tuple[list[int], list[int], list[int]]:
+        marks.sort()
+        lines = [ln for ln, _ in marks]
+        pre, suf, best = [], [-1] * len(marks), -1
+        for _, p in marks:
+            best = max(best, p)
+            pre.append(best)
+        best = -1
+        for i in range(len(marks) - 1, -1, -1):
+            best = max(best, marks[i][1])
+            suf[i] = best
+        return lines, pre, suf
 
     @classmethod
     def of(cls, a, d: Decisive, ready_line: int = 0) -> Followed:
         order = {p: i for i, p in enumerate(PHASES)}
         own = {r.line: bool(r.level or r.engine_ts) for r in a.records}
-        marks = tuple((e.line, order.get(e.phase or "", -1), e.rank or "main", own.get(e.line, False))
-                      for e in a.events if e.kind == "marker" and e.phase)
-        return cls(marks, tuple(sorted(b.first_line for b in d.blocks)), ready_line)
+        by: dict[str, list[tuple[int, int]]] = {"*": []}
+        by_own: dict[str, list[tuple[int, int]]] = {"*": []}
+        for e in a.events:
+            if e.kind != "marker" or not e.phase:
+                continue
+            m = (e.line, order.get(e.phase, -1))
+            for key in (e.rank or "main", "*"):
+                by.setdefault(key, []).append(m)
+                if own.get(e.line, False):
+                    by_own.setdefault(key, []).append(m)
+        return cls({k: cls._index(v) for k, v in by.items()}, {k: cls._index(v) for k, v in by_own.items()},
+                   max((b.first_line for b in d.blocks), default=0), ready_line)
 
     def phase_at(self, line: int, rank: str) -> int:
         """The furthest phase index this rank (or the rank-less main process) had reached at `line`."""
-        seen = [p for ln, p, rk, _ in self.markers if ln <= line and rk in (rank, "main")]
-        return max(seen, default=-1)
+        best = -1
+        for key in {rank, "main"}:
+            lines, pre, _ = self.ranks.get(key, ([], [], []))
+            i = bisect_right(lines, line)
+            if i:
+                best = max(best, pre[i - 1])
+        return best
 
     def went_on(self, r: Record) -> bool:
         """The process that logged `r` reached a later phase after it: a later phase marker of the same rank (any,
         for a rank-less line) that is a new log record where `r` is one (an error's own continuation lines can
         read like markers: "could not be created: KV cache")."""
         rank = r.rank or "main"
-        prefixed = bool(r.level or r.engine_ts)
-        now = self.phase_at(r.line, rank)
-        later = [p for ln, p, rk, own in self.markers
-                 if ln > r.line and (rk == rank or rank == "main") and (own or not prefixed)]
-        return bool(later) and max(later) > now
+        table = self.own_ranks if (r.level or r.engine_ts) else self.ranks
+        lines, _, suf = table.get("*" if rank == "main" else rank, ([], [], []))
+        i = bisect_right(lines, r.line)
+        return i < len(lines) and suf[i] > self.phase_at(r.line, rank)
 
     def fatal_after(self, line: int) -> bool:
-        return any(s > line for s in self.fatal_starts)
+        return self.last_fatal > line
 
 
 RecoverableHook = Callable[[Record, Followed], bool]
