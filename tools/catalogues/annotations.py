@@ -32,6 +32,10 @@ _KERNEL_BUG = (
     "a kernel faulted: rerun once with CUDA_LAUNCH_BLOCKING=1 to name it, try another attention backend, and check "
     "`journalctl -k | grep Xid` (13/31/43 = the application; 48/79/94/95 = the GPU)"
 )
+_LAUNCH_FAILURE = (
+    "a kernel failed without detail: with a hardware Xid (48/79/94/95) next to it the GPU, otherwise usually a "
+    "kernel bug; `journalctl -k | grep Xid`"
+)
 _CAPTURE = (
     "an operation is not allowed while a CUDA graph is being captured: run with graphs off (--disable-cuda-graph / "
     "--enforce-eager) to confirm, then report the capture-unsafe op to the engine"
@@ -88,7 +92,8 @@ CUDA: dict[int, tuple[str | None, str | None, str, bool, str | None, str]] = {
         "holds it in exclusive-process mode, or the GPU is wedged (`nvidia-smi -q -d COMPUTE`, `nvidia-smi` for other "
         "processes; reset or drain the GPU if none holds it)",
     ),
-    53: ("illegal_memory_access", "launch_failure", "code", True, None, _KERNEL_BUG),
+    # a launch failure (53: in a prior launch, 719) says no more than "a kernel failed": an Xid beside it decides
+    53: (None, "launch_failure", "code", True, None, _LAUNCH_FAILURE),
     98: (
         "kernel_arch_mismatch",
         "no_kernel",
@@ -247,15 +252,7 @@ CUDA: dict[int, tuple[str | None, str | None, str, bool, str | None, str]] = {
     716: ("illegal_memory_access", "illegal_access", "code", True, None, _KERNEL_BUG),
     717: ("illegal_memory_access", "illegal_access", "code", True, None, _KERNEL_BUG),
     718: ("illegal_memory_access", "illegal_access", "code", True, None, _KERNEL_BUG),
-    719: (
-        None,
-        "launch_failure",
-        "code",
-        True,
-        None,
-        "a kernel failed without detail: with a hardware Xid (48/79/94/95) "
-        "next to it the GPU, otherwise usually a kernel bug; `journalctl -k | grep Xid`",
-    ),
+    719: (None, "launch_failure", "code", True, None, _LAUNCH_FAILURE),
     802: ("hardware_fault", "host_not_ready", "host", True, None, _FM),
     803: (
         "kernel_arch_mismatch",
