@@ -194,6 +194,18 @@ def test_a_bare_fatal_cuda_line_is_a_failure(tmp_path):
     assert rc == 1 and d["failed"] and d["cause"] == "illegal_memory_access" and d["phase"] == "weight_load"
 
 
+def test_a_bare_nccl_error_line_is_a_distributed_failure(tmp_path):
+    lines = START[:2] + [
+        _vl(
+            1,
+            "NCCL error in: /src/c10d/NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details), NCCL version 2.23.4",
+        )
+    ]
+    rc, d = _explain("\n".join(lines) + "\n", tmp_path)
+    assert rc == 1 and d["cause"] == "distributed_init" and d["phase"] == "dist_init"
+
+
 def test_a_non_fatal_cuda_line_is_not(tmp_path):
     # cudaErrorNotReady (600) is a query's answer, not an error; nothing fails here
     rc, d = _explain("\n".join(START + [_vl(3, "CUDA error: device not ready")]) + "\n", tmp_path)
