@@ -15,7 +15,10 @@ from functools import cache
 from logdoctor.catalogues import load
 from logdoctor.catalogues.entries import CudaError, NcclResult
 
-GATE = re.compile(r"CUDA|Cuda|cuda|NCCL|nccl")
+GATE = re.compile(
+    r"CUDA (?:driver )?[Ee]rror|Cuda (?:error|failure)|CUDA failure|cudaError|CUDA_ERROR_|Triton Error|"
+    r"NCCL (?:[Ee]rror|WARN)|nccl\w*Error|Error \d{1,3}: "
+)
 _CUDA_TEXT = re.compile(
     r"(?:CUDA (?:driver )?error|Cuda (?:error|failure)|CUDA failure|CUDA Error|Triton Error \[CUDA\])(?: \S+:\d+)?:? '?(?P<text>[^'\n]+)"
 )
