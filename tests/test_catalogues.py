@@ -113,6 +113,7 @@ def test_vocab_xid_classes_are_the_catalogue():
     [
         ("torch.AcceleratorError: CUDA error: device-side assert triggered", "cuda", "cudaErrorAssert"),
         ("CUDA error: misaligned address", "cuda", "cudaErrorMisalignedAddress"),
+        ("CUDA error: device doesn't have valid Grid license", "cuda", "cudaErrorDeviceNotLicensed"),
         (
             "Failed: Cuda error /src/kernels/moe_align.cu:88 'no kernel image is available for execution on the device'",
             "cuda",

@@ -20,7 +20,7 @@ GATE = re.compile(
     r"NCCL (?:[Ee]rror|WARN)|nccl\w*Error|Error \d{1,3}: "
 )
 _CUDA_TEXT = re.compile(
-    r"(?:CUDA (?:driver )?error|Cuda (?:error|failure)|CUDA failure|CUDA Error|Triton Error \[CUDA\])(?: \S+:\d+)?:? '?(?P<text>[^'\n]+)"
+    r"(?:CUDA (?:driver )?error|Cuda (?:error|failure)|CUDA failure|CUDA Error|Triton Error \[CUDA\])(?: \S+:\d+)?:? '?(?P<text>[^\n]+)"
 )
 _CODE = re.compile(
     r"\b(?:Error|error|code|code=|err=|CUresult|cudaError_t)\s*[=:]?\s*(?P<code>\d{1,3})\b(?::\s*(?P<text>[^\n(]+))?"
