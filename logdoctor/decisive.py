@@ -11,12 +11,15 @@ errors after the service came up (a client that disconnected, a 400 for a too-lo
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logdoctor import rxcache
 from logdoctor.blocks import Block, Frame
 from logdoctor.hints import strip_false
 from logdoctor.records import SERVICE, Record
+from logdoctor.vocab import PHASES
 
 FOREIGN = "foreign"
 WRAPPED = rxcache.compile(  # an engine wrapper that quotes the inner error
@@ -49,6 +52,9 @@ class Decisive:
     errors: list[tuple[int, str]] = field(default_factory=list)    # every section "Type: msg" + ERROR lines
     inner: list[tuple[int, str]] = field(default_factory=list)     # root causes
     wrapper: list[tuple[int, str]] = field(default_factory=list)   # outermost exception of each fatal block
+    error_lines: list[int] = field(default_factory=list)   # ERROR/CRITICAL and bare fatal CUDA/NCCL lines outside
+    #                                                        tracebacks that can end an attempt (recoverable ones out)
+    recoverable: list[int] = field(default_factory=list)   # error lines set aside: the service went on past them
     rank: str | None = None   # the failing rank: of the earliest decisive traceback that is not a front-end echo
     #                           (set by timeline._decide, which also drops tracebacks the service served past)
 
@@ -167,13 +173,151 @@ def compute(a, ready_line: int = 0) -> Decisive:
                     d.inner.append((s.exc_line or b.first_line, w.group("inner")))
     req = {r.line for b in d.request_errors for r in b.records}
     in_blocks = {r.line for b in a.blocks for r in b.records}
+    follow: Followed | None = None
     for r in a.records:
         if r.transport != SERVICE or r.extra.get(FOREIGN) or r.line in in_blocks or r.line in req:
             continue
-        if r.level in ("ERROR", "CRITICAL") or re.match(r"^[A-Za-z_][\w.]*(?:Error|Exception): ", r.msg) \
-                or _CHECK_FAILED.match(r.msg):
-            d.errors.append((r.line, strip_false(r.msg)))
+        leveled = r.level in ("ERROR", "CRITICAL") and bool(r.msg.strip())
+        bare = not leveled and is_bare_fatal(r.msg)
+        if not (leveled or bare or _EXC_LINE.match(r.msg) or _CHECK_FAILED.match(r.msg)):
+            continue
+        if follow is None:
+            follow = Followed.of(a, d, ready_line)
+        if is_recoverable(r, follow):
+            d.recoverable.append(r.line)
+            continue
+        d.errors.append((r.line, strip_false(r.msg)))
+        if leveled or bare:
+            d.error_lines.append(r.line)
     return d
+
+
+_EXC_LINE = rxcache.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
+# a line that is itself a CUDA / NCCL error report (not a warning that mentions one): the catalogue decides if fatal
+_BARE = rxcache.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception): )?(?:CUDA (?:driver )?error: |NCCL error\b|"
+                        r"Cuda (?:error|failure) |CUDA error at )")
+
+
+def is_bare_fatal(msg: str) -> bool:
+    """A line that reports a CUDA or NCCL error the catalogues call fatal ("CUDA error: an illegal memory access was
+    encountered"), with no traceback around it: a failure of its own (issue 19). The catalogue is read only for
+    lines that start like an error report."""
+    if not _BARE.match(msg):
+        return False
+    from logdoctor import catalogues  # lazy: most logs never get here
+
+    m = catalogues.mention(msg)
+    return m is not None and m.entry.fatal
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# recoverable is not decisive (issue 19 part 4): a line the engine logs and then continues past cannot be the decisive
+# error nor make an attempt failed by itself. The hooks below decide it from what followed the line; the atlas (or
+# any later source of "this message sits on a recoverable path") appends its own hook to RECOVERABLE_HOOKS.
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What the attempt did after each line, indexed once per attempt: per rank, its phase markers' lines with the
+    running maximum of the phase index before and after each (`own`: only markers that are log records of their
+    own, carrying the engine's level or timestamp), and the last line where a fatal block starts."""
+
+    ranks: dict[str, tuple[list[int], list[int], list[int]]]  # rank -> (lines, prefix max, suffix max)
+    own_ranks: dict[str, tuple[list[int], list[int], list[int]]]
+    last_fatal: int
+    ready_line: int
+
+    @staticmethod
+    def _index(marks: list[tuple[int, int]]) -> tuple[list[int], list[int], list[int]]:
+        marks.sort()
+        lines = [ln for ln, _ in marks]
+        pre, suf, best = [], [-1] * len(marks), -1
+        for _, p in marks:
+            best = max(best, p)
+            pre.append(best)
+        best = -1
+        for i in range(len(marks) - 1, -1, -1):
+            best = max(best, marks[i][1])
+            suf[i] = best
+        return lines, pre, suf
+
+    @classmethod
+    def of(cls, a, d: Decisive, ready_line: int = 0) -> Followed:
+        order = {p: i for i, p in enumerate(PHASES)}
+        own = {r.line: bool(r.level or r.engine_ts) for r in a.records}
+        by: dict[str, list[tuple[int, int]]] = {"*": []}
+        by_own: dict[str, list[tuple[int, int]]] = {"*": []}
+        for e in a.events:
+            if e.kind != "marker" or not e.phase:
+                continue
+            m = (e.line, order.get(e.phase, -1))
+            for key in (e.rank or "main", "*"):
+                by.setdefault(key, []).append(m)
+                if own.get(e.line, False):
+                    by_own.setdefault(key, []).append(m)
+        return cls({k: cls._index(v) for k, v in by.items()}, {k: cls._index(v) for k, v in by_own.items()},
+                   max((b.first_line for b in d.blocks), default=0), ready_line)
+
+    def phase_at(self, line: int, rank: str) -> int:
+        """The furthest phase index this rank (or the rank-less main process) had reached at `line`."""
+        best = -1
+        for key in {rank, "main"}:
+            lines, pre, _ = self.ranks.get(key, ([], [], []))
+            i = bisect_right(lines, line)
+            if i:
+                best = max(best, pre[i - 1])
+        return best
+
+    def went_on(self, r: Record) -> bool:
+        """The process that logged `r` reached a later phase after it: a later phase marker of the same rank (any,
+        for a rank-less line) that is a new log record where `r` is one (an error's own continuation lines can
+        read like markers: "could not be created: KV cache")."""
+        rank = r.rank or "main"
+        table = self.own_ranks if (r.level or r.engine_ts) else self.ranks
+        lines, _, suf = table.get("*" if rank == "main" else rank, ([], [], []))
+        i = bisect_right(lines, r.line)
+        return i < len(lines) and suf[i] > self.phase_at(r.line, rank)
+
+    def fatal_after(self, line: int) -> bool:
+        return self.last_fatal > line
+
+
+RecoverableHook = Callable[[Record, Followed], bool]
+# a line that announces its own retry or fallback ("retrying 1 of 2", "will retry", "falling back to")
+_RETRY = rxcache.compile(r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\bre-?trying\b|\battempt \d+ ?(?:of|/) ?\d+|"
+                         r"\bfall(?:ing)? ?back\b", re.I)
+
+
+def _advice(r: Record, f: Followed) -> bool:
+    """Advice the runtime prints after an error (set CUDA_LAUNCH_BLOCKING=1, compile with TORCH_USE_CUDA_DSA, an
+    engine's "If exit code is ..." hint on a line of its own): never the error itself."""
+    msg = r.msg.strip()
+    if msg.startswith("If ") and "exit code" in msg:
+        return True
+    if "CUDA" not in msg:
+        return False
+    from logdoctor import catalogues
+
+    return catalogues.is_advice(msg)
+
+
+def _went_on(r: Record, f: Followed) -> bool:
+    """The process that logged the line went on to a later start-up phase: it survived the error."""
+    return f.went_on(r)
+
+
+def _retried(r: Record, f: Followed) -> bool:
+    """The line announces a retry or fallback and something decisive followed it (the real error, or progress):
+    the attempt's fate was decided later, not here."""
+    return bool(_RETRY.search(r.msg)) and (f.fatal_after(r.line) or f.went_on(r))
+
+
+RECOVERABLE_HOOKS: list[RecoverableHook] = [_advice, _went_on, _retried]
+
+
+def is_recoverable(r: Record, follow: Followed) -> bool:
+    """A service error line the engine logged and then continued past (any hook says so)."""
+    return any(h(r, follow) for h in RECOVERABLE_HOOKS)
 
 
 def section_text(s) -> str:

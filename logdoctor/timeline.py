@@ -420,10 +420,9 @@ def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event],
         after_ready = [b for b in after_ready if not last_serving > b.last_line or last_death > b.last_line]
     deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.ready = bool(ready_line)
-    # ERROR lines outside tracebacks: fatal before the service came up; after it, only when a shutdown follows
-    in_blocks = {r.line for b in a.blocks for r in b.records}
-    err_lines = [r.line for r in a.records if r.transport == SERVICE and r.level in ("ERROR", "CRITICAL")
-                 and r.line not in in_blocks and r.msg.strip() and not r.extra.get(att.FOREIGN)]
+    # ERROR lines (and bare fatal CUDA/NCCL error lines) outside tracebacks that the service did not go on past
+    # (decisive.compute): fatal before the service came up; after it, only when a shutdown follows
+    err_lines = dec.error_lines
     if ready_line:
         shut = [r.line for r in a.records if r.transport == SERVICE and _SHUTDOWN.search(r.msg) and r.line > ready_line]
         last_shut = max(shut, default=0)

@@ -129,16 +129,21 @@ TIERS: Final = MappingProxyType(
 TIER_NAMES: Final[tuple[str, ...]] = get_args(Tier)
 
 # --------------------------------------------------------------------------------------------------------------------
-# NVIDIA Xid classes (shared/reference/engines.md §E)
+# NVIDIA Xid classes: the Xid catalogue (logdoctor/data/catalogues/xid.json, built by tools/catalogues/build.py) is
+# the source; these literal sets keep this module import-free and tests/test_catalogues.py fails when they differ
+# (hardware = the catalogue's host evidence, app = its application class: never hardware evidence on its own)
 
 XidClass = Literal["hardware", "app"]
 XID_CLASSES: Final = MappingProxyType(
     {
         "hardware": (
-            frozenset({48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}),
+            frozenset({48, 57, 58, 61, 62, 63, 64, 74, 79, 92, 94, 95, 110, 119, 120, 140, 143, 154, 155}),
             "GPU, driver or interconnect faults: the host, not the configuration",
         ),
-        "app": (frozenset({13, 31, 43, 45, 8, 109}), "usually the application's own bug (bad address, killed context)"),
+        "app": (
+            frozenset({8, 13, 31, 43, 45, 69, 109}),
+            "usually the application's own bug (bad address, killed context)",
+        ),
     }
 )
 XID_HARDWARE: Final = XID_CLASSES["hardware"][0]

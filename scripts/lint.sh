@@ -17,6 +17,9 @@ FORMATTED=(
   logdoctor/preflight/health.py logdoctor/preflight/inputs.py logdoctor/preflight/model.py
   logdoctor/preflight/overheads.py logdoctor/preflight/render.py logdoctor/preflight/verdict.py
   logdoctor/commands/preflight.py tests/test_preflight.py tests/test_preflight_validate.py
+  logdoctor/catalogues/__init__.py logdoctor/catalogues/entries.py logdoctor/catalogues/load.py
+  logdoctor/catalogues/resolve.py tools/catalogues/__init__.py tools/catalogues/annotations.py
+  tools/catalogues/build.py tests/test_catalogues.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -22,6 +22,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
         "intake",
         "atomic",
         "rxcache",
+        "catalogues",
     ),
     ("formats", "sources", "engines", "read", "stream", "blocks", "corpus", "history", "hints"),
     ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),

@@ -140,6 +140,18 @@ CASES = [
     ),
     ("env", {"NCCL_P2P_DISABLE": "1"}, ENV, OOM),
     ("reading", {"name": "free_before_load_gb", "gt": 10}, OOM, [H.format(0) + "python3[100]: hello"]),
+    (
+        "cuda_error",
+        {"family": "host_not_ready"},
+        START
+        + [
+            _sg(
+                4,
+                "UserWarning: CUDA initialization: cudaGetDeviceCount() returned Error 802: system not yet initialized",
+            )
+        ],
+        OOM,
+    ),
 ]
 
 

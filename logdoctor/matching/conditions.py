@@ -545,3 +545,52 @@ def leaf_reading(val, ctx, compiled, scope):
             return None
     return Hit(captures={val["name"]: cur})
 
+
+
+def _code_mentions(ctx: Context) -> list[tuple[int, str, object]]:
+    """(line, text, catalogue mention) of the attempt's decisive errors, then its other service lines (a warning
+    such as torch's "CUDA initialization: ... Error 802: ..." names the code too); computed once per attempt."""
+    got = getattr(ctx, "_code_mentions", None)
+    if got is None:
+        from logdoctor import catalogues  # lazy: only rules that ask for a code load a catalogue
+
+        got, seen = [], set()
+        for ln, text in list(ctx.errors) + [(r.line, r.msg) for r in ctx.service]:
+            if ln in seen or not catalogues.resolve.GATE.search(text):
+                continue
+            seen.add(ln)
+            m = catalogues.mention(text)
+            if m is not None:
+                got.append((ln, text, m))
+        ctx._code_mentions = got  # type: ignore[attr-defined]
+    return got
+
+
+@leaf('cuda_error', evidence=True, syntax='cuda_error: {cause: C, family: F, scope: S, code: [N], api: cuda|nccl, errors_only: true}',
+      schema={"type": "object", "properties": {
+          "cause": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+          "family": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+          "scope": {"type": "string"}, "api": {"enum": ["cuda", "nccl"]}, "errors_only": {"type": "boolean"},
+          "code": {"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]}},
+          "additionalProperties": False})
+def leaf_cuda_error(val, ctx, compiled, scope):
+    """A line of the attempt names a CUDA runtime/driver error or an NCCL result (`CUDA error: <message>`,
+    `Error 802: ...`, `cudaErrorX`, `NCCL error ...: <result>`) whose catalogue entry (logdoctor/data/catalogues)
+    has these values; decisive errors are read first (`errors_only: true`: only they); captures `code`, `code_name`,
+    `code_message`, `code_next`.
+    Example: `cuda_error: {family: host_not_ready}`."""
+    def wants(key, have):
+        if key not in val:
+            return True
+        want = val[key] if isinstance(val[key], list) else [val[key]]
+        return have in want
+    decisive_lines = {ln for ln, _ in ctx.errors} if val.get("errors_only") else None
+    for ln, text, m in _code_mentions(ctx):
+        if decisive_lines is not None and ln not in decisive_lines:
+            continue
+        e = m.entry
+        if wants("api", m.kind) and wants("cause", e.cause) and wants("family", e.family) \
+                and wants("scope", e.scope) and wants("code", e.code) and e.fatal:
+            return Hit([(ln, text)], captures={"code": e.code, "code_name": e.name,
+                                               "code_message": e.message or "", "code_next": e.next})
+    return None

@@ -15,12 +15,14 @@ from functools import lru_cache
 
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, ReadResult, Record, Stats
 from logdoctor.triage.signatures import engine_frames, mask, signature
+from logdoctor.vocab import XID_APP
 
 COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "attempt", "start_time", "year_source",
            "phase", "outcome", "status", "cause", "confidence", "rule", "rank", "first_fix", "signature",
            "error_template", "frames", "evidence_line", "evidence", "config_id", "hardware_evidence", "lines", "reason")
 _YEARLESS = ("journal-short", "journal-short-precise", "journal-with-unit")
 _HW = re.compile(r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)")
+_XID_CODE = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
 _ENGINE_UNIT = re.compile(r"sglang|vllm|tgi|text-generation|trtllm|tensorrt|lmdeploy|llm|inference|serve", re.I)
 
 
@@ -159,8 +161,11 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     elif d.actions:
         fix = d.actions[0]
     ev = d.evidence[0] if d.evidence else None
-    hw = [r.msg.strip()[:200] for r in a.records if r.transport == KERNEL and _HW.search(r.msg)] + \
-        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text]
+    # an application-class Xid (13, 31, 43, 45, ...: the Xid catalogue) is the engine's own fault, never hardware
+    # evidence against the host on its own (explain calls the same log illegal_memory_access)
+    hw = [r.msg.strip()[:200] for r in a.records if r.transport == KERNEL and _HW.search(r.msg) and not _app_xid(r.msg)] + \
+        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text
+         and e.values.get("xid") not in XID_APP]
     cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
     model = a.config.raw.get("model_path") or a.config.raw.get("model")
     config_id = None
@@ -187,3 +192,8 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
 def _fatal(b) -> bool:
     from logdoctor.timeline import is_fatal_block
     return is_fatal_block(b)
+
+
+def _app_xid(msg: str) -> bool:
+    m = _XID_CODE.search(msg)
+    return m is not None and int(m.group(1)) in XID_APP

@@ -1,0 +1,1 @@
+"""Build the CUDA/NCCL/Xid/PyTorch catalogues (logdoctor/data/catalogues/)."""
