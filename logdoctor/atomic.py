@@ -50,7 +50,7 @@ class Seen:
     digest: str = ""
 
 
-_DIGEST_CAP = 16 << 20   # files logdoctor replaces are small; a bigger one is compared by identity, size, mtime
+_DIGEST_CAP = 16 << 20  # files logdoctor replaces are small; a bigger one is compared by identity, size, mtime
 
 
 def seen(path: str | os.PathLike[str], data: bytes | None = None) -> Seen:
@@ -108,13 +108,13 @@ def write_bytes(
     target = path
     st = lst
     if lst is not None and stat.S_ISLNK(lst.st_mode):
-        try:   # follow the link itself (/dev/stdout -> /proc/self/fd/1 -> a pipe has no path to resolve to)
+        try:  # follow the link itself (/dev/stdout -> /proc/self/fd/1 -> a pipe has no path to resolve to)
             st = os.stat(path)
             if stat.S_ISREG(st.st_mode):
                 target = Path(os.path.realpath(path))
         except FileNotFoundError:
             target = Path(os.path.realpath(path))
-            st = None   # a dangling link: its target is created
+            st = None  # a dangling link: its target is created
         except OSError as exc:
             raise WriteError(f"cannot write {path}: {exc.strerror or exc} (the file is unchanged)") from None
     if st is None or stat.S_ISREG(st.st_mode):
@@ -143,7 +143,7 @@ def _replace(
 ) -> Path:
     folder = path.parent if str(path.parent) else Path(".")
     if st is not None and keep_owner:
-        mode = st.st_mode & 0o7777   # a replaced file keeps its bits (a unit file stays 0644)
+        mode = st.st_mode & 0o7777  # a replaced file keeps its bits (a unit file stays 0644)
     elif mode is None:
         umask = os.umask(0)
         os.umask(umask)
@@ -157,7 +157,7 @@ def _replace(
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         if keep_owner and st is not None and os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
-            os.chown(tmp, st.st_uid, st.st_gid)   # root editing a user's file leaves it theirs
+            os.chown(tmp, st.st_uid, st.st_gid)  # root editing a user's file leaves it theirs
         if expect is not None:
             _check_unchanged(path, expect)
         os.replace(tmp, path)
@@ -209,11 +209,11 @@ def _stream_stdout(data: bytes, path: Path) -> Path:
         if out is not None:
             out.write(data)
             out.flush()
-        else:   # a text-only stdout (a test harness)
+        else:  # a text-only stdout (a test harness)
             sys.stdout.write(data.decode("utf-8", "replace"))
             sys.stdout.flush()
     except BrokenPipeError:
-        raise   # a closed reader is a normal end (run.closed_pipe)
+        raise  # a closed reader is a normal end (run.closed_pipe)
     except OSError as exc:
         raise WriteError(f"cannot write to stdout: {exc.strerror or exc}") from None
     return path

@@ -157,7 +157,7 @@ class _Sections:
         return self.names[i] if i >= 0 else None
 
 
-def scan(text: str, start: int, end: int, *, unit: bool, shell: bool = False) -> list[Arg]:
+def scan(text: str, start: int, end: int, *, unit: bool, operators: bool = False) -> list[Arg]:
     """Split text[start:end] into arguments with spans. Backslash-newline continues the line; inside a unit file a
     continued line that starts with # or ; is a comment (systemd ignores it). With `shell`, unquoted `;`, `&` and
     `|` end a word and come out as operator arguments (`2>&1` and `&>` stay words)."""
@@ -204,7 +204,7 @@ def scan(text: str, start: int, end: int, *, unit: bool, shell: bool = False) ->
                 break       # an unescaped newline ends the command
             i += 1
             continue
-        if shell and c in ";&|" and not (c == "&" and ((i > start and text[i - 1] in "<>") or
+        if operators and c in ";&|" and not (c == "&" and ((i > start and text[i - 1] in "<>") or
                                                        (i + 1 < end and text[i + 1] == ">"))):
             if a_start >= 0:
                 args.append(Arg("".join(cur), a_start, i))
@@ -290,7 +290,7 @@ def find_command(text: str, step: FixStep | None = None, engine: str | None = No
         end = _command_end(text, pos)
         stripped = text[pos:end].lstrip()
         if stripped and not stripped.startswith("#"):
-            args = scan(text, pos, end, unit=False, shell=True)
+            args = scan(text, pos, end, unit=False, operators=True)
             if args:
                 kind = "docker" if _is_docker(args) else "shell"
                 cmd = Command(kind, pos, end, args)
@@ -367,7 +367,7 @@ def target(text: str, cmd: Command) -> Command:
             raw = text[script.start:script.end]
             if len(raw) >= 2 and raw[0] in "'\"" and raw[-1] == raw[0] and raw[1:-1] == script.value and \
                     "\\" not in raw and "\n" not in raw:
-                inner = scan(text, script.start + 1, script.end - 1, unit=False, shell=True)
+                inner = scan(text, script.start + 1, script.end - 1, unit=False, operators=True)
                 seg = _segment(text, inner)
                 if seg is None:
                     raise InputError(f"ExecStart= runs `{prog} -c` with a script that starts no engine command: "

@@ -13,6 +13,7 @@ FORMATTED=(
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
+  logdoctor/atomic.py tests/test_outputs.py tests/test_fix_trust.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -16,15 +16,21 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals"
 UNIT = ROOT / "tests" / "data" / "hook" / "sglang-qwen.service"
-KV_LOG = SEED / "seed-attempt1-kv-oom" / "journal.log"            # --mem-fraction-static 0.88 -> 0.92 (specific)
+KV_LOG = SEED / "seed-attempt1-kv-oom" / "journal.log"  # --mem-fraction-static 0.88 -> 0.92 (specific)
 CAPTURE_LOG = SEED / "seed-attempt2-capture-unsafe" / "journal.log"  # add --cuda-graph-backend-decode disabled
-INFERRED_LOG = SEED / "sglang-graph_capture_fault-pool-then-capture" / "journal.log"   # a rule of tier inferred
+INFERRED_LOG = SEED / "sglang-graph_capture_fault-pool-then-capture" / "journal.log"  # a rule of tier inferred
 QUANT_LOG = SEED / "vllm-config_invalid-quantization-mismatch" / "journal.log"
 
 
 def fix(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "logdoctor", "fix", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "logdoctor", "fix", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def one_line(p) -> str:
@@ -58,8 +64,10 @@ fixes:
 """
 
 
-@pytest.mark.parametrize("value", ["0.92 --trust-remote-code --model-path /tmp/evil-model", "0.01; rm -rf /",
-                                   "-0.5", "1e3", "0.92\\n--host 0.0.0.0"])
+@pytest.mark.parametrize(
+    "value",
+    ["0.92 --trust-remote-code --model-path /tmp/evil-model", "0.01; rm -rf /", "-0.5", "1e3", "0.92\\n--host 0.0.0.0"],
+)
 def test_a_rule_value_that_is_not_one_number_is_refused(tmp_path, value):
     rules = tmp_path / "rules" / "kv_cache_oom"
     rules.mkdir(parents=True)
@@ -70,18 +78,22 @@ def test_a_rule_value_that_is_not_one_number_is_refused(tmp_path, value):
         p = fix(u, "--log", KV_LOG, "--no-history", *mode, env=env)
         assert p.returncode == 2, p.stdout + p.stderr
         assert "rule sglang.kv-pool.not-enough-memory" in one_line(p) and "mem_fraction refused" in p.stderr
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["rules", "sglang-qwen.service"]   # nothing written
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["rules", "sglang-qwen.service"]  # nothing written
 
 
 def test_a_value_captured_from_the_log_that_is_a_flag_is_refused(tmp_path):
     log = tmp_path / "qm.log"
     text = QUANT_LOG.read_text()
     import re
+
     hostile, n = re.subn(r"model config \(([a-z0-9_-]*)\)", "model config (--trust-remote-code)", text)
     assert n >= 1
     log.write_text(hostile)
-    unit = unit_in(tmp_path, "vllm.service", "[Unit]\nDescription=vllm\n[Service]\n"
-                   "ExecStart=/usr/bin/vllm serve /models/x --quantization awq --port 8000\n")
+    unit = unit_in(
+        tmp_path,
+        "vllm.service",
+        "[Unit]\nDescription=vllm\n[Service]\nExecStart=/usr/bin/vllm serve /models/x --quantization awq --port 8000\n",
+    )
     p = fix(unit, "--log", log, "--no-history", "--write")
     assert p.returncode == 2
     msg = one_line(p)
@@ -100,8 +112,11 @@ SG = "/usr/bin/python3 -m sglang.launch_server --model-path /m --tp-size 2"
 
 
 def test_bash_c_script_is_edited_inside_the_quotes(tmp_path):
-    u = unit_in(tmp_path, text="[Service]\nExecStart=/bin/bash -c 'source /opt/venv/bin/activate && exec "
-                               f"{SG} --mem-fraction-static 0.88 --port 30000'\n")
+    u = unit_in(
+        tmp_path,
+        text="[Service]\nExecStart=/bin/bash -c 'source /opt/venv/bin/activate && exec "
+        f"{SG} --mem-fraction-static 0.88 --port 30000'\n",
+    )
     p = fix(u, "--log", KV_LOG, "--no-history", "--out", "-", "--new-unit")
     assert p.returncode == 1, p.stderr
     assert f"exec {SG} --mem-fraction-static 0.92 --port 30000'\n" in p.stdout
@@ -115,8 +130,11 @@ def test_bash_c_script_is_edited_inside_the_quotes(tmp_path):
 
 
 def test_a_cleared_execstart_edits_the_command_systemd_runs(tmp_path):
-    u = unit_in(tmp_path, text=f"[Service]\nExecStart={SG} --mem-fraction-static 0.7\nExecStart=\n"
-                               "ExecStart=/opt/wrapper.sh --mem-fraction-static 0.88\n")
+    u = unit_in(
+        tmp_path,
+        text=f"[Service]\nExecStart={SG} --mem-fraction-static 0.7\nExecStart=\n"
+        "ExecStart=/opt/wrapper.sh --mem-fraction-static 0.88\n",
+    )
     p = fix(u, "--log", KV_LOG, "--no-history", "--out", "-", "--new-unit")
     assert p.returncode == 1, p.stderr
     assert f"ExecStart={SG} --mem-fraction-static 0.7\n" in p.stdout
@@ -124,13 +142,15 @@ def test_a_cleared_execstart_edits_the_command_systemd_runs(tmp_path):
 
 
 def test_oneshot_edits_the_command_the_log_shows_or_refuses(tmp_path):
-    text = (f"[Service]\nType=oneshot\nExecStart={SG} --mem-fraction-static 0.88\n"
-            f"ExecStart={SG} --mem-fraction-static 0.70\n")
+    text = (
+        f"[Service]\nType=oneshot\nExecStart={SG} --mem-fraction-static 0.88\n"
+        f"ExecStart={SG} --mem-fraction-static 0.70\n"
+    )
     u = unit_in(tmp_path, text=text)
     p = fix(u, "--log", KV_LOG, "--no-history", "--out", "-", "--new-unit")
     assert p.returncode == 1, p.stderr
     assert "--mem-fraction-static 0.92\n" in p.stdout and "--mem-fraction-static 0.70\n" in p.stdout
-    u.write_text(text.replace("0.70", "0.88"))       # both show the log's value: which one ran is unknowable
+    u.write_text(text.replace("0.70", "0.88"))  # both show the log's value: which one ran is unknowable
     p = fix(u, "--log", KV_LOG, "--no-history", "--new-unit")
     assert p.returncode == 2 and "ambiguous" in one_line(p)
 
@@ -143,7 +163,10 @@ def test_crlf_unit_files_are_accepted_and_stay_crlf(tmp_path):
     new = (tmp_path / "crlf-mem092.service").read_bytes()
     assert new.count(b"\n") == new.count(b"\r\n") and b"--mem-fraction-static 0.92 \\\r\n" in new
     p = fix(u, "--log", KV_LOG, "--no-history", "--write")
-    assert p.returncode == 1 and "--mem-fraction-static 0.92" in (tmp_path / "crlf.service.d" / "50-logdoctor.conf").read_text()
+    assert (
+        p.returncode == 1
+        and "--mem-fraction-static 0.92" in (tmp_path / "crlf.service.d" / "50-logdoctor.conf").read_text()
+    )
 
 
 def test_never_writes_over_unit_file_itself(tmp_path):
@@ -156,12 +179,14 @@ def test_never_writes_over_unit_file_itself(tmp_path):
 
 def test_twenty_thousand_execstart_lines_are_fast(tmp_path):
     body = "".join(f"ExecStart=/bin/true {i}\n" for i in range(20000))
-    u = unit_in(tmp_path, text=f"[Unit]\nDescription=x\n[Service]\nType=oneshot\n{body}ExecStart={SG} "
-                               "--mem-fraction-static 0.88\n")
+    u = unit_in(
+        tmp_path,
+        text=f"[Unit]\nDescription=x\n[Service]\nType=oneshot\n{body}ExecStart={SG} --mem-fraction-static 0.88\n",
+    )
     t = time.monotonic()
     p = fix(u, "--log", KV_LOG, "--no-history", "--out", tmp_path / "out.service", "--new-unit")
     assert p.returncode == 1, p.stderr
-    assert time.monotonic() - t < 15     # was 92 s (a section rescan per ExecStart=)
+    assert time.monotonic() - t < 15  # was 92 s (a section rescan per ExecStart=)
     assert (tmp_path / "out.service").read_text().endswith("--mem-fraction-static 0.92\n")
 
 
@@ -175,7 +200,7 @@ def test_unit_file_that_is_no_file_is_refused_at_once(tmp_path, kind):
     elif kind == "chr":
         if os.geteuid() != 0:
             pytest.skip("mknod needs root")
-        os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 5))    # a private /dev/zero
+        os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # a private /dev/zero
     elif kind == "dir":
         target.mkdir()
     else:
@@ -247,7 +272,7 @@ def test_min_confidence_leaves_weaker_verdicts_for_a_person(tmp_path):
     p = fix(u, "--log", INFERRED_LOG, "--no-history", "--write")
     assert p.returncode == 3 and "left for a person" in one_line(p) and "tier inferred" in p.stderr
     assert not (tmp_path / "sglang-qwen.service.d").exists()
-    p = fix(u, "--log", INFERRED_LOG, "--no-history")          # a diff is for a person: shown
+    p = fix(u, "--log", INFERRED_LOG, "--no-history")  # a diff is for a person: shown
     assert p.returncode == 1 and "+++ b/sglang-qwen.service.d/50-logdoctor.conf" in p.stdout
     for bar in ("inferred", "0.5"):
         shutil.rmtree(tmp_path / "sglang-qwen.service.d", ignore_errors=True)
@@ -262,13 +287,20 @@ def test_min_confidence_leaves_weaker_verdicts_for_a_person(tmp_path):
 def test_the_attempt_is_recorded_under_the_units_name(tmp_path):
     """A docker log (no unit, no host in it): the history row carries UNIT_FILE's unit and this host."""
     log = tmp_path / "docker.log"
-    log.write_text("\n".join(line.split(": ", 1)[1] if ": " in line else line
-                             for line in KV_LOG.read_text().splitlines() if "sglang" in line or "python" in line) + "\n")
+    log.write_text(
+        "\n".join(
+            line.split(": ", 1)[1] if ": " in line else line
+            for line in KV_LOG.read_text().splitlines()
+            if "sglang" in line or "python" in line
+        )
+        + "\n"
+    )
     u = unit_in(tmp_path)
     db = tmp_path / "h.db"
     p = fix(u, "--log", KV_LOG, "--history", db)
     assert p.returncode == 1, p.stderr
     import sqlite3
+
     rows = sqlite3.connect(db).execute("select host, unit from attempts").fetchall()
     assert rows and all(unit == "sglang-qwen.service" and host for host, unit in rows), rows
     db2 = tmp_path / "h2.db"
@@ -277,8 +309,9 @@ def test_the_attempt_is_recorded_under_the_units_name(tmp_path):
     assert rows and all(unit == "sglang-qwen.service" and host for host, unit in rows), (rows, p.stderr)
 
 
-@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install "
-                                                                   "systemd)")
+@pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed (apt-get install systemd)"
+)
 def test_systemd_analyze_verifies_the_written_drop_in(tmp_path):
     """The drop-in as systemd reads it: `systemd-analyze verify` on the unit (its .d folder beside it) finds no
     problem in our file, and `systemd-analyze cat-config`-style loading sees our ExecStart= as the one in force."""
@@ -286,12 +319,20 @@ def test_systemd_analyze_verifies_the_written_drop_in(tmp_path):
     venv.mkdir()
     (venv / "python3").symlink_to(sys.executable)
     text = UNIT.read_text().replace("/opt/sglang/bin/python3", str(venv / "python3"))
-    text = text.replace("ExecStartPre=/usr/bin/nvidia-smi -pm 1\n", "").replace("OnFailure=logdoctor-diagnose@%n.service\n", "")
+    text = text.replace("ExecStartPre=/usr/bin/nvidia-smi -pm 1\n", "").replace(
+        "OnFailure=logdoctor-diagnose@%n.service\n", ""
+    )
     u = unit_in(tmp_path, text=text)
     assert fix(u, "--log", KV_LOG, "--no-history", "--write").returncode == 1
+
     def verify():
-        return subprocess.run(["systemd-analyze", "verify", "--man=no", str(u)], capture_output=True, text=True,
-                              timeout=120, env=dict(os.environ, SYSTEMD_LOG_LEVEL="warning"))
+        return subprocess.run(
+            ["systemd-analyze", "verify", "--man=no", str(u)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=dict(os.environ, SYSTEMD_LOG_LEVEL="warning"),
+        )
 
     p = verify()
     assert p.returncode == 0 and p.stdout + p.stderr == "", p.stdout + p.stderr

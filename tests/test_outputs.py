@@ -24,9 +24,24 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character d
 
 def fix_out(out, *extra, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "logdoctor", "fix", str(UNIT), "--log", str(KV_LOG), "--no-history", "--out", str(out),
-         *extra],
-        capture_output=True, text=True, cwd=ROOT, timeout=120, env=env,
+        [
+            sys.executable,
+            "-m",
+            "logdoctor",
+            "fix",
+            str(UNIT),
+            "--log",
+            str(KV_LOG),
+            "--no-history",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env=env,
     )
 
 
@@ -38,13 +53,13 @@ def test_out_to_a_null_device_streams_and_keeps_the_node(tmp_path):
     assert p.returncode == 1, p.stderr
     st = os.lstat(null)
     assert stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["null"]       # no temporary left beside it
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["null"]  # no temporary left beside it
 
 
 @root_only
 def test_out_to_a_full_device_is_one_line_exit_2(tmp_path):
     full = tmp_path / "full"
-    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))   # /dev/full: every write fails with ENOSPC
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))  # /dev/full: every write fails with ENOSPC
     p = fix_out(full)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "No space left" in p.stderr, p.stderr
     assert stat.S_ISCHR(os.lstat(full).st_mode)
@@ -98,13 +113,13 @@ def test_a_target_changed_since_it_was_read_is_refused(tmp_path):
     f = tmp_path / "x.conf"
     f.write_text("one\n")
     before = seen(f)
-    write_bytes(f, b"two\n", expect=before)          # unchanged since read: replaced
+    write_bytes(f, b"two\n", expect=before)  # unchanged since read: replaced
     with pytest.raises(ChangedError) as ei:
-        write_bytes(f, b"three\n", expect=before)    # now it differs from what was read
+        write_bytes(f, b"three\n", expect=before)  # now it differs from what was read
     assert "since it was read" in str(ei.value) and ei.value.exit_code == 2
     assert f.read_text() == "two\n"
     with pytest.raises(ChangedError):
-        write_bytes(tmp_path / "new.conf", b"x", expect=seen(f))      # read as existing, now absent
+        write_bytes(tmp_path / "new.conf", b"x", expect=seen(f))  # read as existing, now absent
     absent = seen(tmp_path / "later.conf")
     (tmp_path / "later.conf").write_text("someone else\n")
     with pytest.raises(ChangedError):
@@ -141,7 +156,7 @@ def test_rule_cache_stat_note_ignores_planted_links_and_foreign_notes(tmp_path):
         n.unlink()
         n.symlink_to(victim)
         last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
-        for pid in range(last + 1, last + 300):    # the old code's predictable temp names for the next pids
+        for pid in range(last + 1, last + 300):  # the old code's predictable temp names for the next pids
             tmp = n.with_suffix(f".{pid}.tmp")
             if not tmp.exists():
                 tmp.symlink_to(victim)
