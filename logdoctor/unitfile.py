@@ -657,7 +657,7 @@ def dropin(us: UnitSet, d: Diagnosis) -> Change:
         entries += exec_entries(text, i)
     cmds = _effective(entries)
     if not cmds:
-        raise InputError("no ExecStart= with a command in the [Service] section of the unit or its drop-ins")
+        raise InputError("no ExecStart= with a command in the [Service] section")
     texts = [t for _, t in us.files]
     cmd = choose(cmds, texts, step, d.engine)
     src_path, src = us.files[cmd.file]
