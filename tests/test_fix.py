@@ -133,3 +133,16 @@ def test_new_names():
     m = FixStep("mem_fraction", "--mem-fraction-static", 0.88, 0.92, "", "--mem-fraction-static 0.92")
     assert new_name("launch.sh", m) == "launch-mem092.sh"
     assert scan("a 'b c' \"d\\\"e\"", 0, 13, unit=False)[1].value == "b c"
+
+
+def test_the_editor_checks_every_value_again():
+    """A FixStep built by hand (the Python API) passes the same lever check before it reaches the text."""
+    from logdoctor.levers import BadValue
+
+    text = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --mem-fraction-static 0.88\n"
+    for to, shown in ((0.92, "0.92 --trust-remote-code"), ("0.9; rm -rf /", "--mem-fraction-static 0.9; rm -rf /")):
+        step = FixStep("mem_fraction", "--mem-fraction-static", 0.88, to, "", shown)
+        with pytest.raises(BadValue):
+            apply_to_text(text, step, "sglang")
+    ok = FixStep("mem_fraction", "--mem-fraction-static", 0.88, 0.92, "", "--mem-fraction-static 0.92")
+    assert apply_to_text(text, ok, "sglang")[0] == text.replace("0.88", "0.92")

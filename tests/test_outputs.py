@@ -173,3 +173,20 @@ def test_rule_cache_stat_note_ignores_planted_links_and_foreign_notes(tmp_path):
     assert p2.returncode == 1 and p2.stdout == p.stdout
     for name, text in good.items():
         assert (cache / name).read_text() == text and stat.S_IMODE((cache / name).stat().st_mode) == 0o600
+
+
+@root_only
+def test_triage_out_to_a_null_device_keeps_the_node(tmp_path):
+    """newcomer-trial problem 1, as reported: `triage … --format csv --out /dev/null` made /dev/null a file."""
+    pytest.importorskip("pandas", reason="triage needs logdoctor[triage]")
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    p = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "triage", str(KV_LOG.parent), "--format", "csv", "--out", str(null)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and sorted(x.name for x in tmp_path.iterdir()) == ["null"]

@@ -70,7 +70,8 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path
 
     bar_check = _parse_bar(bar)
     path = Path(unit_file)
-    text = uf.decode(uf.read_bounded(path), unit_file)
+    raw = uf.read_bounded(path)
+    text = uf.decode(raw, unit_file)
     as_dropin = uf.is_unit(path, text) and not new_unit
     units = uf.load_unit(path) if uf.is_unit(path, text) else None
     from logdoctor.cli import _read
@@ -98,7 +99,11 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path
                    f"{change.summary} (see `logdoctor explain`)", err=True)
         sys.exit(3)
     if out:
-        uf.write_atomic(out, change.text, mode=0o644 if change.kind == "dropin" else _mode(path))
+        from logdoctor.atomic import seen
+
+        # --out UNIT_FILE edits in place, by request; never over a version changed since it was read
+        expect = seen(path, raw) if out != "-" and _same_file(Path(out), path) else None
+        uf.write_atomic(out, change.text, mode=0o644 if change.kind == "dropin" else _mode(path), expect=expect)
         if out != "-":
             click.echo(f"wrote {out}: {change.summary}")
     elif mode == "write":
