@@ -260,6 +260,10 @@ def test_a_drop_in_read_after_ours_that_sets_execstart_is_refused(tmp_path):
     p = fix(u, "--log", KV_LOG, "--no-history", "--write")
     assert p.returncode == 2 and "override.conf is read after 50-logdoctor.conf" in one_line(p)
     assert sorted(x.name for x in d.iterdir()) == ["override.conf"]
+    # a renamed copy of a drop-in would load beside it: refused
+    p = fix(d / "override.conf", "--log", KV_LOG, "--no-history", "--write", "--new-unit")
+    assert p.returncode == 2 and "is a drop-in" in one_line(p)
+    assert sorted(x.name for x in d.iterdir()) == ["override.conf"]
     # an earlier-sorting drop-in holding the command: its command is the one edited, into ours
     (d / "override.conf").rename(d / "10-flags.conf")
     p = fix(u, "--log", KV_LOG, "--no-history", "--write")

@@ -54,9 +54,11 @@ Exit codes:
 @click.option("--diff", "mode", flag_value="diff", default=True, help="print a unified diff of what --write would "
                                                                        "write (default)")
 @click.option("--write", "mode", flag_value="write",
-              help="write UNIT.d/50-logdoctor.conf beside the unit (with --new-unit, or for a command line: a renamed "
-                   "copy next to UNIT_FILE)")
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="write the new file to PATH ('-' = stdout)")
+              help="write UNIT.d/50-logdoctor.conf beside the unit (a renamed copy next to UNIT_FILE with --new-unit "
+                   "or for a command line)")
+@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="PATH",
+              help="write what --write would write to PATH instead ('-' = stdout; a device or FIFO is written as a "
+                   "stream, a symlink keeps pointing at the replaced file)")
 @click.option("--new-unit", is_flag=True, help="a renamed copy of the unit (…-mem092.service) instead of a drop-in")
 @click.option("--min-confidence", "bar", default=DEFAULT_BAR, show_default=True, metavar="TIER|NUMBER",
               help="--write/--out apply only a verdict whose rule is of this tier or stronger "
@@ -66,12 +68,15 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path
     """Apply the recommended fix to the command the service runs (ExecStart=, a command line or a docker run line),
     changing only that flag: by default as a systemd drop-in, so the unit keeps its name and its history."""
     from logdoctor import unitfile as uf
-    from logdoctor.errors import InputError
+    from logdoctor.errors import InputError, UsageError
 
     bar_check = _parse_bar(bar)
     path = Path(unit_file)
     raw = uf.read_bounded(path)
     text = uf.decode(raw, unit_file)
+    if new_unit and path.parent.name.endswith(".d") and path.suffix == ".conf":
+        raise UsageError(f"{unit_file} is a drop-in: a renamed copy would load beside it (--new-unit is for unit "
+                         f"files); without --new-unit the change goes into {uf.DROPIN}")
     as_dropin = uf.is_unit(path, text) and not new_unit
     units = uf.load_unit(path) if uf.is_unit(path, text) else None
     from logdoctor.cli import _read
