@@ -34,6 +34,7 @@ MAX_BYTES = 4 << 20            # a unit file is KBs; anything past this is not o
 DROPIN = "50-logdoctor.conf"   # the drop-in `fix --write` owns; systemd reads drop-ins in name order
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
 _DIGEST_LINE = "# logdoctor-sha256: "
+_ROUND = "# round "
 
 
 class NothingToApply(UsageError):
@@ -649,6 +650,8 @@ def dropin(us: UnitSet, d: Diagnosis) -> Change:
     with d.fixes[0] applied. Refused (InputError, exit 2): our drop-in edited by hand since logdoctor wrote it, or
     the command in force set by a drop-in systemd reads after ours (ours would not take effect)."""
     step = check_applicable(d)
+    if os.path.lexists(us.dropin_path) and not us.dropin_path.is_file():
+        raise InputError(f"{us.dropin_path} exists and is not a regular file (masked, or a FIFO): not replaced")
     if us.own is not None and not _own_is_untouched(us.own):
         raise InputError(f"{us.dropin_path} was edited since logdoctor wrote it (or not written by logdoctor): not "
                          f"replaced; merge the change into the unit by hand or remove that file")
@@ -668,9 +671,11 @@ def dropin(us: UnitSet, d: Diagnosis) -> Change:
     span = new_src[cmd.start:cmd.end + len(new_src) - len(src)]
     body = f"[Service]\nExecStart=\nExecStart={span}\n"
     why = f", after {d.cause}" if d.cause else ""
-    text = (f"# Written by `logdoctor fix` for {us.name}: {summary}{why}.\n"
-            f"# systemd reads it after the unit file; the unit keeps its name and its attempt history. logdoctor\n"
-            f"# updates this file on the next round and refuses to replace it once edited by hand.\n"
+    rounds = [x for x in (us.own or "").splitlines() if x.startswith(_ROUND)]
+    rounds.append(f"{_ROUND}{len(rounds) + 1}: {summary}{why}")
+    text = (f"# Written by `logdoctor fix` for {us.name}; systemd reads it after the unit file, the unit keeps its\n"
+            f"# name and its attempt history. logdoctor updates this file on the next round and refuses to replace it\n"
+            f"# once edited by hand. The changes, oldest first:\n" + "\n".join(rounds) + "\n"
             f"{_DIGEST_LINE}{_digest(body)}\n{body}")
     return Change(text, f"{us.name}.d/{DROPIN}", summary, "dropin", us.dropin_path, us.own or "")
 

@@ -237,6 +237,8 @@ def test_drop_in_rounds_keep_the_unit_and_update_one_file(tmp_path):
     assert p.returncode == 1, p.stderr
     text2 = dropin.read_text()
     assert "--mem-fraction-static 0.92 \\\n" in text2 and text2.endswith("    --cuda-graph-backend-decode disabled\n")
+    assert "# round 1: --mem-fraction-static 0.92, after kv_cache_oom\n" in text2
+    assert "# round 2: add --cuda-graph-backend-decode disabled, after graph_capture_fault\n" in text2
     assert sorted(x.name for x in dropin.parent.iterdir()) == ["50-logdoctor.conf"]
     assert sorted(x.name for x in tmp_path.iterdir()) == ["sglang-qwen.service", "sglang-qwen.service.d"]
 
@@ -345,3 +347,14 @@ def test_systemd_analyze_verifies_the_written_drop_in(tmp_path):
     dropin.write_text(dropin.read_text().replace("ExecStart=\n", "", 1))
     p = verify()
     assert p.returncode != 0 and "more than one ExecStart=" in p.stdout + p.stderr
+
+
+def test_a_masked_drop_in_is_not_written_through(tmp_path):
+    """50-logdoctor.conf linked to /dev/null (masked on purpose): refused, not streamed into /dev/null as 'written'."""
+    u = unit_in(tmp_path)
+    d = tmp_path / "sglang-qwen.service.d"
+    d.mkdir()
+    (d / "50-logdoctor.conf").symlink_to("/dev/null")
+    p = fix(u, "--log", KV_LOG, "--no-history", "--write")
+    assert p.returncode == 2 and "not a regular file" in one_line(p)
+    assert os.readlink(d / "50-logdoctor.conf") == "/dev/null"
