@@ -311,8 +311,11 @@ def test_the_attempt_is_recorded_under_the_units_name(tmp_path):
     assert rows and all(unit == "sglang-qwen.service" and host for host, unit in rows), rows
     db2 = tmp_path / "h2.db"
     p = fix(u, "--log", log, "--history", db2)
+    assert p.returncode == 1, p.stderr
+    import socket
+
     rows = sqlite3.connect(db2).execute("select host, unit from attempts").fetchall()
-    assert rows and all(unit == "sglang-qwen.service" and host for host, unit in rows), (rows, p.stderr)
+    assert rows and all((host, unit) == (socket.gethostname(), "sglang-qwen.service") for host, unit in rows), rows
 
 
 @pytest.mark.skipif(
