@@ -361,8 +361,12 @@ def target(text: str, cmd: Command) -> Command:
     segment that runs the engine."""
     args = cmd.args
     if cmd.kind == "unit" and args:
-        prog = os.path.basename(args[0].value.lstrip("-@:+!|"))
-        k = next((i for i, a in enumerate(args[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a.value)), None)
+        p0 = 0   # `env [VAR=value ...] bash -c ...` runs the same shell
+        while p0 + 1 < len(args) and (os.path.basename(args[p0].value.lstrip("-@:+!|")) == "env" or
+                                      (p0 > 0 and re.fullmatch(r"\w+=.*", args[p0].value))):
+            p0 += 1
+        prog = os.path.basename(args[p0].value.lstrip("-@:+!|"))
+        k = next((i for i, a in enumerate(args[p0 + 1:], p0 + 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a.value)), None)
         if prog in SHELLS and k is not None and k + 1 < len(args):
             script = args[k + 1]
             raw = text[script.start:script.end]

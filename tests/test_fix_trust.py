@@ -124,6 +124,9 @@ def test_bash_c_script_is_edited_inside_the_quotes(tmp_path):
     p = fix(u, "--log", CAPTURE_LOG, "--no-history", "--out", "-", "--new-unit")
     assert p.returncode == 1, p.stderr
     assert f'-c "exec {SG} --port 30000 2>&1 --cuda-graph-backend-decode disabled; echo done"' in p.stdout
+    u.write_text(f"[Service]\nExecStart=/usr/bin/env A=1 bash -lc 'exec {SG} --mem-fraction-static 0.88' extra\n")
+    p = fix(u, "--log", KV_LOG, "--no-history", "--out", "-", "--new-unit")
+    assert p.returncode == 1 and f"-lc 'exec {SG} --mem-fraction-static 0.92' extra\n" in p.stdout, p.stderr
     u.write_text(f"[Service]\nExecStart=/bin/bash -c 'exec {SG} --mem-fraction-static 0.88 \\'x\\''\n")
     p = fix(u, "--log", KV_LOG, "--no-history", "--new-unit")
     assert p.returncode == 2 and "edit it by hand" in one_line(p)
