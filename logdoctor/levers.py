@@ -16,11 +16,13 @@ from types import MappingProxyType
 
 from logdoctor.engines import ENGINES as _REGISTRY
 from logdoctor.engines.spelling import Field, Side, Spelling
+from logdoctor.errors import InputError
 from logdoctor.vocab import OPS
 
 __all__ = [
     "Spelling", "Field", "Side", "Lever", "LEVERS", "ENGINES", "OPS",
     "flag_for", "render", "default_for", "lever_for_field", "levers_from_config", "step", "version_tuple",
+    "BadValue", "check_value", "check_tokens",
 ]
 
 
@@ -456,3 +458,101 @@ def step(lever: str, current: object, op: str, *, avoid: Iterable[object] = (), 
         if (v > cur if up else v < cur) and fresh(v):  # a cap below current is no "raise"
             return v
     return None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# values that reach a command line (issue 18, hostile-inputs F1)
+
+
+class BadValue(InputError):
+    """A fix value that is not one token of its lever's type: refused (exit 2), the message names where it came
+    from (the rule, or the log line a rule captured it from)."""
+
+
+# a name: letters, digits and `_ . : -`, never starting with `-` (no option), no whitespace, quote or shell
+# metacharacter; at most 64 characters. Backends, quantization methods, speculative algorithms, host:port.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+_DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
+_TOKEN = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_.:=-]{0,127}")   # an engine flag or a rendered value
+
+
+def _describe(lv: Lever) -> str:
+    lo, hi = lv.bounds
+    rng = f" in [{lo}, {hi}]" if lo is not None and hi is not None else f" >= {lo}" if lo is not None else ""
+    if lv.kind == "fraction":
+        return f"a decimal fraction{rng or ' in (0, 1]'}"
+    if lv.kind == "float":
+        return f"a decimal number{rng}"
+    if lv.kind == "int":
+        return f"an integer{rng}"
+    if lv.kind == "bool":
+        return "true or false (a switch)"
+    if lv.kind == "enum":
+        return "one of " + ", ".join(lv.choices)
+    return "a name (letters, digits, _ . : -, not starting with -)"
+
+
+def check_value(lever: str, value: object, *, source: str = "") -> object:
+    """The one check every fix value passes before it can reach a command line (the planner for rule and
+    log-captured values, `fix` again before it edits a file): exactly one token of the lever's type -- a number in
+    the lever's range, an integer, a switch, a word of the lever's fixed set, or a name. Returns the value in the
+    lever's type (``"0.92"`` -> 0.92); raises BadValue naming ``source`` otherwise. None (no value) passes."""
+    lv = _lever(lever)
+    if value is None:
+        return None
+    out: object = _BAD
+    if lv.kind == "bool":
+        out = value if isinstance(value, bool) else _BAD
+    elif lv.kind in ("int", "fraction", "float"):
+        out = _numeric(lv, value)
+    elif lv.kind == "enum":
+        word = str(value) if isinstance(value, str) else ""
+        out = next((c for c in lv.choices if c.lower() == word.lower()), _BAD)
+    elif isinstance(value, str) and _NAME.fullmatch(value):
+        out = value
+    if out is _BAD:
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "...'"
+        where = f"{source}: " if source else ""
+        raise BadValue(f"{where}fix value {shown} for {lever} refused: expected {_describe(lv)}")
+    return out
+
+
+_BAD = object()
+
+
+def _numeric(lv: Lever, value: object) -> object:
+    if isinstance(value, bool):
+        return _BAD
+    if isinstance(value, str):
+        if not _DECIMAL.fullmatch(value):
+            return _BAD
+        num: float | int = float(value) if "." in value else int(value)
+    elif isinstance(value, (int, float)):
+        num = value
+    else:
+        return _BAD
+    if not math.isfinite(num):
+        return _BAD
+    if lv.kind == "int":
+        if isinstance(num, float):
+            if not num.is_integer():
+                return _BAD
+            num = int(num)
+    else:
+        num = float(num)
+        if lv.kind == "fraction" and not 0 < num <= 1:
+            return _BAD
+    lo, hi = lv.bounds
+    if (lo is not None and num < lo) or (hi is not None and num > hi):
+        return _BAD
+    return num
+
+
+def check_tokens(lever: str, tokens: list[str]) -> list[str]:
+    """Command-line tokens about to be written for ``lever`` (a flag, and its rendered value): each must be one
+    plain token, and only the first may start with ``-``. Raises BadValue otherwise."""
+    for i, t in enumerate(tokens):
+        if not _TOKEN.fullmatch(t) or (i > 0 and t.startswith("-")):
+            raise BadValue(f"refused to write {' '.join(map(repr, tokens))} for {lever}: {t!r} is not one plain "
+                           f"token of the lever's type")
+    return tokens

@@ -1,11 +1,17 @@
 """The fix planner: a rule's fixes (lever + operation) → concrete flag changes for the detected engine, relative
-to the config in force, bounded, and never a value already in force or tried by an earlier attempt."""
+to the config in force, bounded, and never a value already in force or tried by an earlier attempt.
+
+Every value passes `levers.check_value` (one token of the lever's type) before it becomes a FixStep: a bad literal
+in a rule file is a bad rule (BadValue, exit 2, naming the rule); a bad value a rule captured from the log is never
+proposed, and a note names the rule and the log line (`fix` refuses on it, exit 2: `refusals`)."""
 from __future__ import annotations
 
 from logdoctor import levers as lv
 from logdoctor.diagnosis import FixStep
 from logdoctor.matching.loader import Fix, Rule
 from logdoctor.timeline import Attempt, Timeline
+
+REFUSED_MARK = " refused: expected "    # in the note of a refused log-captured value (levers.BadValue's wording)
 
 
 def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
@@ -46,6 +52,9 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
             value = _fill(f.value, captures, cfg.levers)
             if value is None:
                 continue
+            value = _checked(rule, f, value, captures, attempt, notes)
+            if value is _REFUSED:
+                continue
             if current is not None and str(current) == str(value):
                 notes.append(f"{flag} {value} already in force")
                 continue
@@ -57,7 +66,9 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
         if current is None:
             base = _fill(f.value, captures, cfg.levers) if f.value is not None else None
             if base is not None and f.op in ("lower", "halve", "raise"):
-                new = base
+                new = _checked(rule, f, base, captures, attempt, notes)
+                if new is _REFUSED:
+                    continue
             else:
                 new = None
             why = _why(f.why, captures)
@@ -69,8 +80,39 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
         if new is None:
             notes.append(f"{flag} is already at its bound ({current})")
             continue
+        new = _checked(rule, f, new, captures, attempt, notes)
+        if new is _REFUSED:
+            continue
         fixes.append(_step(f.lever, flag, current, new, _why(f.why, captures), engine, version, cfg.raw))
     return fixes, notes
+
+
+_REFUSED = object()
+
+
+def _checked(rule: Rule, f: Fix, value, captures: dict, attempt: Attempt, notes: list[str]):
+    """`value` as the lever's type (levers.check_value), or _REFUSED with a note when it came from the log (a
+    capture or the config in force); a rule's own literal that fails raises BadValue: the rule file is wrong."""
+    key = f.value[1:-1] if isinstance(f.value, str) and f.value.startswith("{") and f.value.endswith("}") else None
+    if key is None:
+        return lv.check_value(f.lever, value, source=f"rule {rule.id}")
+    raw = captures.get(key)
+    line = _line_of(attempt, str(raw)) if raw is not None else None
+    where = f"rule {rule.id}, {{{key}}} from the log" + (f" (line {line})" if line else "")
+    try:
+        return lv.check_value(f.lever, value, source=where)
+    except lv.BadValue as e:
+        notes.append(str(e))
+        return _REFUSED
+
+
+def _line_of(attempt: Attempt, text: str) -> int | None:
+    return next((r.line for r in attempt.records if text and text in r.msg), None)
+
+
+def refusals(notes: list[str]) -> list[str]:
+    """The notes that say a log-captured fix value was refused (`fix` exits 2 on them)."""
+    return [n for n in notes if REFUSED_MARK in n]
 
 
 def _step(lever, flag, from_, to, why, engine, version, raw) -> FixStep:

@@ -112,7 +112,7 @@ def _save() -> None:
 
         p = _path()
         p.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(p, _encode(_table), mode=0o600)
+        write_bytes(p, _encode(_table), mode=0o600, private=True)
     except Exception:  # noqa: BLE001, S110 - read-only home, full disk: the next run compiles again
         pass
 

@@ -20,6 +20,7 @@ FORMATTED=(
   logdoctor/catalogues/__init__.py logdoctor/catalogues/entries.py logdoctor/catalogues/load.py
   logdoctor/catalogues/resolve.py tools/catalogues/__init__.py tools/catalogues/annotations.py
   tools/catalogues/build.py tests/test_catalogues.py
+  logdoctor/atomic.py tests/test_outputs.py tests/test_fix_trust.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

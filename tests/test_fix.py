@@ -49,7 +49,7 @@ def test_scan_keeps_spans_quotes_and_skips_comment_lines():
 
 
 def test_replacing_a_value_touches_only_that_flag(tmp_path):
-    p = fix(UNIT, "--log", KV_LOG, "--out", tmp_path / "new.service")
+    p = fix(UNIT, "--log", KV_LOG, "--out", tmp_path / "new.service", "--new-unit")
     assert p.returncode == 1, p.stderr
     old, new = UNIT.read_text(), (tmp_path / "new.service").read_text()
     minus, plus = changed_lines(old, new)
@@ -63,7 +63,7 @@ def test_adding_a_flag_continues_the_backslash_style_and_names_the_unit(tmp_path
     unit = tmp_path / "sglang-qwen.service"
     unit.write_bytes(UNIT.read_bytes())
     os.chmod(unit, 0o640)
-    p = fix(unit, "--log", CAPTURE_LOG, "--write")
+    p = fix(unit, "--log", CAPTURE_LOG, "--write", "--new-unit")
     assert p.returncode == 1, p.stderr
     target = tmp_path / "sglang-qwen-nograph.service"
     assert p.stdout.strip() == f"wrote {target}: add --cuda-graph-backend-decode disabled"
@@ -75,8 +75,8 @@ def test_adding_a_flag_continues_the_backslash_style_and_names_the_unit(tmp_path
     assert plus[1:] == ["    --port 30000 \\", "    --cuda-graph-backend-decode disabled"]
 
 
-def test_diff_is_the_default_output():
-    p = fix(UNIT, "--log", KV_LOG)
+def test_diff_of_the_renamed_copy():
+    p = fix(UNIT, "--log", KV_LOG, "--new-unit")
     assert p.returncode == 1
     lines = p.stdout.splitlines()
     assert lines[:2] == ["--- a/sglang-qwen.service", "+++ b/sglang-qwen-mem092.service"]
@@ -129,7 +129,20 @@ def test_remove_and_replace_spellings():
 def test_new_names():
     g = FixStep("graphs_off", "--disable-cuda-graph", False, True, "", "--disable-cuda-graph")
     assert new_name("/etc/systemd/system/sglang-qwen-small.service", g) == "sglang-qwen-small-nograph.service"
-    assert new_name("sglang-qwen-nograph.service", g) == "sglang-qwen-nograph.service"
+    assert new_name("sglang-qwen-nograph.service", g) == "sglang-qwen-nograph-2.service"   # never UNIT_FILE itself
     m = FixStep("mem_fraction", "--mem-fraction-static", 0.88, 0.92, "", "--mem-fraction-static 0.92")
     assert new_name("launch.sh", m) == "launch-mem092.sh"
     assert scan("a 'b c' \"d\\\"e\"", 0, 13, unit=False)[1].value == "b c"
+
+
+def test_the_editor_checks_every_value_again():
+    """A FixStep built by hand (the Python API) passes the same lever check before it reaches the text."""
+    from logdoctor.levers import BadValue
+
+    text = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --mem-fraction-static 0.88\n"
+    for to, shown in ((0.92, "0.92 --trust-remote-code"), ("0.9; rm -rf /", "--mem-fraction-static 0.9; rm -rf /")):
+        step = FixStep("mem_fraction", "--mem-fraction-static", 0.88, to, "", shown)
+        with pytest.raises(BadValue):
+            apply_to_text(text, step, "sglang")
+    ok = FixStep("mem_fraction", "--mem-fraction-static", 0.88, 0.92, "", "--mem-fraction-static 0.92")
+    assert apply_to_text(text, ok, "sglang")[0] == text.replace("0.88", "0.92")

@@ -130,14 +130,14 @@ def test_two_hosts_diagnose_history_fix(history_db, tmp_path):
     assert (rc, doc["cause"], doc["fixes"][0]["to"]) == (1, "kv_cache_oom", 0.92)
     unit = tmp_path / "sglang-qwen.service"
     unit.write_bytes(UNIT_FILE.read_bytes())
-    p = cli("fix", unit, "--log", a1, "--write")
+    p = cli("fix", unit, "--log", a1, "--write", "--new-unit")
     assert p.returncode == 1 and (tmp_path / "sglang-qwen-mem092.service").exists(), p.stderr
 
     # attempt 2 (the operator went to 0.95): a capture-unsafe op; the fix turns decode graphs off
     rc, doc = explain_json("--unit", "sglang-qwen", "--journal-file", a2)
     assert doc["cause"] == "graph_capture_fault"
     assert not any(f["flag"].startswith("--mem-fraction-static") for f in doc["fixes"])
-    p = cli("fix", tmp_path / "sglang-qwen-mem092.service", "--log", a2, "--write")
+    p = cli("fix", tmp_path / "sglang-qwen-mem092.service", "--log", a2, "--write", "--new-unit")
     assert p.returncode == 1, p.stderr
     nograph = tmp_path / "sglang-qwen-mem092-nograph.service"
     assert "--cuda-graph-backend-decode disabled" in nograph.read_text()
@@ -150,7 +150,7 @@ def test_two_hosts_diagnose_history_fix(history_db, tmp_path):
     assert any("came up on ct200" in a for a in doc["actions"])
     text = cli("explain", "--unit", "sglang-qwen", "--journal-file", a3).stdout
     assert "history: sglang-qwen.service came up on ct200 with the same flags at 09:14" in text
-    p = cli("fix", nograph, "--log", a3, "--write")
+    p = cli("fix", nograph, "--log", a3, "--write", "--new-unit")
     assert p.returncode == 2 and "hardware_fault" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
     # re-diagnosing adds nothing; the history lists both hosts

@@ -70,23 +70,15 @@ def known_key(d: Path, files: list[Path]) -> str:
     from logdoctor import __version__
     skey = stat_key(d, files)
     note = cache_dir() / f"stat-{skey}.key"
-    try:
-        got = note.read_text().split()
+    try:   # only a note this user wrote (owner and mode checked, as every cache entry; hostile-inputs F4)
+        got = _read_own(note).decode().split()
         if len(got) == 2 and got[0] == __version__:
             return got[1]
     except (OSError, UnicodeDecodeError):
         pass
     key = content_key(d, files)
-    try:
-        note.parent.mkdir(parents=True, exist_ok=True)
-        tmp = note.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(f"{__version__} {key}\n")
-        os.replace(tmp, note)
-        old = sorted(note.parent.glob("stat-*.key"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for p in old[_KEEP * 4:]:
-            p.unlink(missing_ok=True)
-    except OSError:
-        pass
+    # through the atomic writer: an O_EXCL|O_NOFOLLOW temporary, mode 0600, renamed over the entry itself
+    write_entry(note, f"{__version__} {key}\n".encode(), keep=_KEEP * 4)
     return key
 
 
@@ -133,7 +125,7 @@ def write_entry(path: Path, data: bytes, keep: int | None = None) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         from logdoctor.atomic import write_bytes
-        write_bytes(path, data, mode=0o600)
+        write_bytes(path, data, mode=0o600, private=True)
         if keep:
             kind = path.name.split("-", 1)[0] + "-*" + path.suffix
             old = sorted(path.parent.glob(kind), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -151,9 +143,12 @@ def read_entry(path: Path) -> bytes:
 def _read_own(path: Path) -> bytes:
     """The bytes of a cache file only if this user wrote it: owned by us and writable by no one else (as ssh treats
     its keys); anything else is treated as absent and rebuilt."""
-    with open(path, "rb") as fh:
+    import stat
+    # no link followed, no FIFO waited on: a name planted in a shared cache folder is treated as absent
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
             raise PermissionError(f"{path}: not this user's cache file")
         return fh.read()
 
