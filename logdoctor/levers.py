@@ -542,7 +542,9 @@ def _numeric(lv: Lever, value: object) -> object:
         num = float(num)
         if lv.kind == "fraction" and not 0 < num <= 1:
             return _BAD
-    lo, hi = lv.bounds
+    # a fraction's range is its type's, (0, 1]: `bounds` is where the planner stops stepping, not what an engine
+    # accepts (vLLM takes --gpu-memory-utilization 0.97, and lowering 0.99 -> 0.97 is a fix)
+    lo, hi = lv.bounds if lv.kind != "fraction" else (None, None)
     if (lo is not None and num < lo) or (hi is not None and num > hi):
         return _BAD
     return num

@@ -637,6 +637,19 @@ def load_unit(path: str | os.PathLike[str]) -> UnitSet:
     return us
 
 
+def command_in_force(us: UnitSet, engine: str | None = None) -> tuple[str, Command]:
+    """The ExecStart= systemd runs for the unit set (unit + drop-ins, an empty `ExecStart=` clearing earlier ones),
+    with the text of the file that holds it: what preflight checks and what `fix` edits."""
+    entries: list[Command | None] = []
+    for i, (_, text) in enumerate(us.files):
+        entries += exec_entries(text, i)
+    cmds = _effective(entries)
+    if not cmds:
+        raise InputError("no ExecStart= with a command in the [Service] section")
+    cmd = choose(cmds, [t for _, t in us.files], None, engine)
+    return us.files[cmd.file][1], cmd
+
+
 def _digest(body: str) -> str:
     import hashlib
     return hashlib.sha256(body.encode()).hexdigest()

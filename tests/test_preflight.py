@@ -714,3 +714,23 @@ def test_old_vllm_captures_graphs_outside_the_utilization():
     new = js(pf(*argv, "--engine-version", "0.33.0", *cmd))
     assert new["cause"] != "graph_capture_fault"
     assert new["budget"]["per_gpu"]["kv_memory"] < old["budget"]["per_gpu"]["kv_memory"]
+
+
+def test_a_unit_is_checked_with_its_drop_ins_in_force(tmp_path):
+    """After `fix --write` the flags in force live in UNIT.d/50-logdoctor.conf: preflight reads the unit as systemd
+    and `fix` do (an empty ExecStart= clears the unit's own), not the unit file alone."""
+    unit = tmp_path / "sg.service"
+    unit.write_text(
+        "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /models/m "
+        "--mem-fraction-static 0.6\n"
+    )
+    argv = ["--model-config", MODELS / "Qwen3-8B", "--gpu-memory", H100, "--gpus", 1, "--no-kernel-log"]
+    before = js(pf(unit, *argv, "--format", "json"))
+    assert before["budget"]["per_gpu"]["mem_fraction_static"] == 0.6
+    (tmp_path / "sg.service.d").mkdir()
+    (tmp_path / "sg.service.d" / "50-logdoctor.conf").write_text(
+        "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /models/m "
+        "--mem-fraction-static 0.8\n"
+    )
+    after = js(pf(unit, *argv, "--format", "json"))
+    assert after["budget"]["per_gpu"]["mem_fraction_static"] == 0.8

@@ -27,18 +27,16 @@ class Launch:
 
 
 def from_unit_file(path: str, engine: str | None = None) -> Launch:
-    from logdoctor.unitfile import find_command
+    """The command systemd would run: the unit and its drop-ins (`UNIT.d/*.conf`, e.g. the one `fix --write`
+    writes), read as `fix` reads them, so a fixed unit is checked with its fix in force."""
+    from logdoctor.unitfile import command_in_force, load_unit
 
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {path}: {e}") from None
-    cmd = find_command(text)
+    if not Path(path).exists():
+        raise InputError(f"{path}: no such file")
+    us = load_unit(path)
+    text, cmd = command_in_force(us, engine)
     launch = from_text(text[cmd.start : cmd.end], engine)
-    launch.unit = p.name if p.suffix == ".service" else None
+    launch.unit = us.name if us.name.endswith(".service") else None
     return launch
 
 
