@@ -1,0 +1,97 @@
+"""Reading the shipped atlas (logdoctor/data/atlas.json.gz, built by tools/atlas/build.py) into entries and a
+literal index, once per process and only when asked: `explain` loads it only when the decision reaches the atlas
+tier (no rule fired), so a verdict a rule settles never pays for it."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from logdoctor.atlas.index import LiteralIndex
+from logdoctor.atlas.model import Entry, Variant
+from logdoctor.errors import LogdoctorError
+
+SCHEMA = "logdoctor.atlas/v1"
+ENV = "LOGDOCTOR_ATLAS"  # another atlas file (tests, a locally rebuilt one)
+
+
+class AtlasError(LogdoctorError):
+    """The atlas file is missing or unreadable: one line; exit 2 for a file the user named, 4 for the shipped one (a
+    broken installation)."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """The loaded atlas: entries, the releases read per engine, the sources' hashes, and the literal index."""
+
+    path: Path
+    entries: tuple[Entry, ...]
+    versions: dict[str, tuple[str, ...]]
+    sources: tuple[dict, ...]
+    extractor: str
+    index: LiteralIndex
+
+    def versions_of(self, engine: str, mask: int) -> tuple[str, ...]:
+        vs = self.versions.get(engine, ())
+        return tuple(v for i, v in enumerate(vs) if mask >> i & 1)
+
+    def by_id(self, eid: str) -> Entry | None:
+        return next((e for e in self.entries if e.id == eid), None)
+
+
+def default_path() -> Path:
+    env = os.environ.get(ENV)
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "data" / "atlas.json.gz"
+
+
+def read_document(path: Path, shipped: bool = False) -> dict:
+    """The raw JSON document; AtlasError (one line) when it cannot be read."""
+    code = 4 if shipped else 2
+    try:
+        with gzip.open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except FileNotFoundError:
+        raise AtlasError(f"atlas: {path} is missing (reinstall logdoctor, or rebuild with tools/atlas/build.py)",
+                         code) from None
+    except (OSError, EOFError, ValueError) as e:
+        raise AtlasError(f"atlas: {path} is unreadable ({type(e).__name__}: {str(e)[:120]})", code) from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise AtlasError(f"atlas: {path} is not a {SCHEMA} file", code)
+    try:
+        doc["modules"], doc["entries"], doc["versions"], doc["sources"]
+    except KeyError as e:
+        raise AtlasError(f"atlas: {path} lacks its {e.args[0]!r} table", code) from None
+    return doc
+
+
+def parse(doc: dict, path: Path) -> Atlas:
+    modules = doc["modules"]
+    entries = []
+    for eid, engine, kind, exc, level, rec, variants in doc["entries"]:
+        vs = tuple(
+            Variant(tuple(p if p != 0 else None for p in t), modules[m], q, line, mask)
+            for t, m, q, line, mask in variants
+        )
+        entries.append(Entry(eid, engine, kind, exc, level, rec or "", vs))
+    versions = {k: tuple(v) for k, v in doc["versions"].items()}
+    return Atlas(path, tuple(entries), versions, tuple(doc["sources"]), doc.get("extractor", ""),
+                 LiteralIndex(entries))
+
+
+@lru_cache(maxsize=4)
+def load(path: Path | None = None) -> Atlas:
+    """The atlas at `path` (default: the shipped one, or $LOGDOCTOR_ATLAS), parsed and indexed once."""
+    p = path or default_path()
+    doc = read_document(p, shipped=path is None and ENV not in os.environ)
+    try:
+        return parse(doc, p)
+    except (TypeError, ValueError, IndexError, KeyError) as e:
+        raise AtlasError(f"atlas: {p} has a malformed entry ({type(e).__name__}: {str(e)[:120]})") from None
