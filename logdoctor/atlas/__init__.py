@@ -16,6 +16,10 @@ __all__ = ["Atlas", "AtlasError", "AtlasHit", "Entry", "Variant", "load", "looku
 MIN_MATCHED = 14  # literal characters a template must contribute before a line counts as its message
 MIN_SHARE = 0.3  # ... and this share of the line's message (the rest: formatted values, the exception's class)
 _KIND_ORDER = {"raise": 0, "exit": 0, "assert": 1, "log": 2}
+# Python's own wordings that engines re-raise by hand (a __getattr__ that mimics AttributeError): a line with them
+# is the interpreter's message far more often than that engine site, so they name no entry
+PYTHON_WORDINGS = ("object has no attribute", "unexpected keyword argument", "is not subscriptable",
+                   "object is not iterable", "object is not callable", "No module named", "positional argument")
 
 
 def _message(text: str) -> str:
@@ -41,11 +45,14 @@ def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
         return []
     need = max(MIN_MATCHED, int(MIN_SHARE * len(text)))
     per_entry: dict[str, tuple[Entry, list[tuple[Variant, int]]]] = {}
-    for e, v, matched in at.index.matches(text):
+    for ei, vi, matched in at.index.matches(text):
         if matched >= need:
-            per_entry.setdefault(e.id, (e, []))[1].append((v, matched))
+            e = at.entry(ei)
+            per_entry.setdefault(e.id, (e, []))[1].append((e.variants[vi], matched))
     scored = []
     for e, found in per_entry.values():
+        if any(w in v.text() for v, _ in found for w in PYTHON_WORDINGS):
+            continue
         matched = max(m for _, m in found)
         best = [v for v, m in found if m == matched]
         mask = 0

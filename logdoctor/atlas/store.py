@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,23 +28,44 @@ class AtlasError(LogdoctorError):
         self.exit_code = exit_code
 
 
-@dataclass(frozen=True)
+@dataclass
 class Atlas:
-    """The loaded atlas: entries, the releases read per engine, the sources' hashes, and the literal index."""
+    """The loaded atlas: entries (built on demand from the raw tables), the releases read per engine, the sources'
+    hashes, and the literal index."""
 
     path: Path
-    entries: tuple[Entry, ...]
+    raw: list
+    modules: list[str]
     versions: dict[str, tuple[str, ...]]
     sources: tuple[dict, ...]
     extractor: str
     index: LiteralIndex
+    _built: dict[int, Entry] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def entry(self, i: int) -> Entry:
+        e = self._built.get(i)
+        if e is None:
+            eid, engine, kind, exc, level, rec, variants = self.raw[i]
+            vs = tuple(
+                Variant(tuple(p if p != 0 else None for p in t), self.modules[m], q, line, mask)
+                for t, m, q, line, mask in variants
+            )
+            e = self._built[i] = Entry(eid, engine, kind, exc, level, rec or "", vs)
+        return e
+
+    @property
+    def entries(self) -> list[Entry]:
+        return [self.entry(i) for i in range(len(self.raw))]
 
     def versions_of(self, engine: str, mask: int) -> tuple[str, ...]:
         vs = self.versions.get(engine, ())
         return tuple(v for i, v in enumerate(vs) if mask >> i & 1)
 
     def by_id(self, eid: str) -> Entry | None:
-        return next((e for e in self.entries if e.id == eid), None)
+        return next((self.entry(i) for i, r in enumerate(self.raw) if r[0] == eid), None)
 
 
 def default_path() -> Path:
@@ -73,17 +94,10 @@ def read_document(path: Path, shipped: bool = False) -> dict:
 
 
 def parse(doc: dict, path: Path) -> Atlas:
-    modules = doc["modules"]
-    entries = []
-    for eid, engine, kind, exc, level, rec, variants in doc["entries"]:
-        vs = tuple(
-            Variant(tuple(p if p != 0 else None for p in t), modules[m], q, line, mask)
-            for t, m, q, line, mask in variants
-        )
-        entries.append(Entry(eid, engine, kind, exc, level, rec or "", vs))
     versions = {k: tuple(v) for k, v in doc["versions"].items()}
-    return Atlas(path, tuple(entries), versions, tuple(doc["sources"]), doc.get("extractor", ""),
-                 LiteralIndex(entries))
+    raw = doc["entries"]
+    return Atlas(path, raw, doc["modules"], versions, tuple(doc["sources"]), doc.get("extractor", ""),
+                 LiteralIndex(raw))
 
 
 @lru_cache(maxsize=4)
