@@ -14,7 +14,8 @@ from logdoctor.atlas.store import Atlas, AtlasError, load
 __all__ = ["Atlas", "AtlasError", "AtlasHit", "Entry", "Variant", "load", "lookup", "lookup_all"]
 
 MIN_MATCHED = 14  # literal characters a template must contribute before a line counts as its message
-MIN_SHARE = 0.3  # ... and this share of the line's message (the rest: formatted values, the exception's class)
+MIN_SHARE = 0.3  # ... and this share of the line's message (the rest: formatted values, the exception's class),
+ENOUGH = 30  # ... unless this many literal characters match (a long list or path formatted into the message)
 _KIND_ORDER = {"raise": 0, "exit": 0, "assert": 1, "log": 2}
 # Python's own wordings that engines re-raise by hand (a __getattr__ that mimics AttributeError): a line with them
 # is the interpreter's message far more often than that engine site, so they name no entry
@@ -43,7 +44,7 @@ def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
     text = _message(line.strip())
     if not text:
         return []
-    need = max(MIN_MATCHED, int(MIN_SHARE * len(text)))
+    need = max(MIN_MATCHED, min(ENOUGH, int(MIN_SHARE * len(text))))
     per_entry: dict[str, tuple[Entry, list[tuple[Variant, int]]]] = {}
     for ei, vi, matched in at.index.matches(text):
         if matched >= need:

@@ -4,7 +4,7 @@ case's decisive errors, that resolve to an atlas entry.
     python tools/atlas/coverage.py fixtures/journals /work/shared/corpus/dev [--atlas FILE] [--misses N]
 
 An "error line" is a service line logged at ERROR/CRITICAL or a bare "Type: message" exception line (the lines
-decisive.py reads); a "decisive line" is one of the verdict attempt's decisive errors (inner, wrapper, error
+decisive.py reads), traceback plumbing (frames, source lines, "Traceback ...") left out; a "decisive line" is one of the verdict attempt's decisive errors (inner, wrapper, error
 lines). Lines that come from below the engine (PyTorch, CUDA, NCCL, the kernel) are counted too: the atlas holds
 only what the engines themselves print, so those are the share it cannot reach.
 """
@@ -25,6 +25,13 @@ from logdoctor.records import SERVICE
 from logdoctor.timeline import build
 
 _EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): ")
+# traceback plumbing that engines log line by line at ERROR level (vLLM): frames, source lines, chain headers
+_PLUMBING = re.compile(r"^(?:\s|Traceback \(most recent|The above exception|During handling of|$)")
+
+
+def is_error_line(msg: str, level: str | None) -> bool:
+    """A message line an operator reads as an error: ERROR/CRITICAL or "Type: message", not traceback plumbing."""
+    return (level in ("ERROR", "CRITICAL") or bool(_EXC.match(msg))) and not _PLUMBING.match(msg)
 
 
 def cases(dirs: list[Path]) -> list[Path]:
@@ -46,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     case_total = case_hit = 0
     causes: Counter[str] = Counter()
     misses: list[str] = []
+    err_misses: Counter[str] = Counter()
     hits: list[str] = []
     for case in cases(a.dirs):
         res = read_any(case / "journal.log")
@@ -54,9 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         for r in res.records:
             if r.transport != SERVICE or r.extra.get("foreign"):
                 continue
-            if r.level in ("ERROR", "CRITICAL") or _EXC.match(r.msg):
+            if is_error_line(r.msg, r.level):
                 err_total += 1
-                err_hit += lookup(r.msg, engine, atlas) is not None
+                found_line = lookup(r.msg, engine, atlas) is not None
+                err_hit += found_line
+                if not found_line:
+                    err_misses[re.sub(r"\d+", "N", r.msg)[:120]] += 1
         if not tl.attempts:
             continue
         vi, _ = verdict_attempt(tl.attempts)
@@ -88,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"decisive lines resolved:            {pct(dec_hit, dec_total)}")
     print(f"failed cases with >= 1 decisive line resolved: {pct(case_hit, case_total)}")
     print("causes of resolved decisive lines:", dict(causes.most_common()))
+    for m, n in err_misses.most_common(a.misses):
+        print(f"  error-line miss x{n}: {m}")
     for m in misses[: a.misses]:
         print("  miss", m)
     for h in hits[: a.misses]:
