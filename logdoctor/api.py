@@ -94,7 +94,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                          evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
                          actions=h.actions(), **named)
     defect = engine_defect(a)
-    if defect is not None and not strong:
+    if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
         return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
                          evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
                          actions=defect.actions(tl.engine), **named)
@@ -141,6 +141,14 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         actions=[_fill(x, vars_) for x in win.rule.actions],
         no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
         attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
+
+
+def _atlas_places(tl: Timeline, a: Attempt) -> bool:
+    """The engine's own message names a cause (the atlas tier): an assert that two features cannot be combined is a
+    rejected configuration, not a defect in the engine's code."""
+    from logdoctor.matching.decide import atlas_verdict
+    placed = atlas_verdict(tl, a)
+    return placed is not None and placed[2].cause != UNKNOWN
 
 
 def _atlas_source(v, a: Attempt) -> tuple[dict | None, list[str], str | None]:

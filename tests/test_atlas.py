@@ -261,3 +261,22 @@ def test_sample_hash_is_recorded():
     digest = hashlib.sha256(b"".join(p.relative_to(SRC / "sglang" / "0.5.1").as_posix().encode() + b"\0" +
                                      p.read_bytes() for p in files)).hexdigest()
     assert doc["sources"][0]["sha256"] == digest
+
+
+# ---- verdicts that only the atlas gives (real engine messages no rule covers; shipped atlas) ----
+
+@pytest.mark.parametrize("name,cause,module,function", [
+    ("sglang-mxfp8-blackwell.log", "kernel_arch_mismatch", "sglang/srt/layers/quantization/fp8_utils.py",
+     "triton_mxfp8_blockscaled_linear"),
+    # an assert that a model cannot run with PP: a rejected configuration, not an engine defect; the message is
+    # copied in two model files, the traceback's frame picks the one that raised it
+    ("sglang-pp-unsupported-model.log", "config_invalid", "sglang/srt/models/sdar_moe.py", "SDARMoeForCausalLM.__init__"),
+    ("vllm-mla-sliding-window.log", "config_invalid", "vllm/attention/backends/flashmla.py", "FlashMLAImpl.__init__"),
+])
+def test_atlas_verdicts_cite_the_engine_source(name, cause, module, function):
+    r = _cli("explain", str(ROOT / "tests" / "data" / "atlas_logs" / name), "--format", "json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 1, r.stderr
+    assert (d["cause"], d["rule"][:6]) == (cause, "atlas:")
+    assert (d["source"]["module"], d["source"]["function"]) == (module, function)
+    assert d["source"]["versions"] and d["confidence"] == 0.7 and d["fixes"] == []

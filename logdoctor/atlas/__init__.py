@@ -32,11 +32,12 @@ def _message(text: str) -> str:
 
 
 def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
-               version: str | None = None) -> list[AtlasHit]:
-    """Every entry whose template the line holds (best first): most literal text matched, then the engine the log
-    came from, a raise before a log call, a fatal path before a recoverable one, then the entry's id. Within an
-    entry the variant cited is the one of the log's engine `version` when known, else the newest; the versions
-    are those of every variant the line matches."""
+               version: str | None = None, frames: tuple[str, ...] = ()) -> list[AtlasHit]:
+    """Every entry whose template the line holds (best first): most literal text matched, then an entry in a file
+    the traceback's `frames` name (one message copied into two models), the engine the log came from, a raise
+    before a log call, a fatal path before a recoverable one, then the entry's id. Within an entry the variant
+    cited is the one of the log's engine `version` when known, else the newest; the versions are those of every
+    variant the line matches."""
     from logdoctor.atlas.causes import cause_of
     from logdoctor.atlas.phases import phase_of
 
@@ -62,7 +63,8 @@ def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
         vs = at.versions.get(e.engine, ())
         vi = vs.index(version) if version in vs else -1
         v = next((x for x in best if vi >= 0 and x.mask >> vi & 1), max(best, key=lambda x: x.mask.bit_length()))
-        key = (-matched, 0 if engine in (None, e.engine) else 1, _KIND_ORDER.get(e.kind, 3),
+        in_frames = any(f.endswith("/" + x.module) for x, _ in found for f in frames)
+        key = (-matched, 0 if in_frames else 1, 0 if engine in (None, e.engine) else 1, _KIND_ORDER.get(e.kind, 3),
                1 if e.recoverable else 0, e.id)
         scored.append((key, e, v, mask, matched))
     scored.sort(key=lambda x: x[0])
@@ -75,7 +77,7 @@ def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
 
 
 def lookup(line: str, engine: str | None = None, atlas: Atlas | None = None,
-           version: str | None = None) -> AtlasHit | None:
+           version: str | None = None, frames: tuple[str, ...] = ()) -> AtlasHit | None:
     """The atlas entry a log line carries, or None."""
-    hits = lookup_all(line, engine, atlas, version)
+    hits = lookup_all(line, engine, atlas, version, frames)
     return hits[0] if hits else None

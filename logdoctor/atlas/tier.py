@@ -33,9 +33,11 @@ def decisive_hit(attempt, engine: str | None, version: str | None = None) -> tup
     from logdoctor.atlas import AtlasError, lookup
 
     first: tuple[int, str, AtlasHit] | None = None
+    d = getattr(attempt, "decisive", None)
+    frames = tuple(f.file for b in getattr(d, "blocks", None) or [] for s in b.sections for f in s.frames)
     for ln, text in decisive_lines(attempt):
         try:
-            hit = lookup(text, engine, version=version)
+            hit = lookup(text, engine, version=version, frames=frames)
         except AtlasError:
             return None
         if hit is None or hit.recoverable:
