@@ -13,7 +13,10 @@ FORMATTED=(
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
+  logdoctor/atlas/__init__.py logdoctor/atlas/model.py logdoctor/atlas/store.py logdoctor/atlas/index.py
+  logdoctor/atlas/phases.py logdoctor/atlas/causes.py logdoctor/atlas/tier.py logdoctor/commands/atlas.py
+  tools/atlas/build.py tools/atlas/coverage.py tests/test_atlas.py
 )
-"$PY" -m ruff check logdoctor tests bench scripts fuzz
+"$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"
 "$PY" -m mypy

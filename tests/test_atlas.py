@@ -29,8 +29,15 @@ BUILD = ROOT / "tools" / "atlas" / "build.py"
 
 def _cli(*args: str, env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
     e = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, env=e,
-                          input=stdin, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "logdoctor", *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        input=stdin,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def _doc(path: Path) -> dict:
@@ -41,20 +48,27 @@ def _doc(path: Path) -> dict:
 @pytest.fixture(scope="module")
 def rebuilt(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("atlas") / "atlas.json.gz"
-    subprocess.run([sys.executable, str(BUILD), "--sources", str(SRC), "--out", str(out), "--jobs", "1"],
-                   check=True, capture_output=True, cwd=ROOT, timeout=120)
+    subprocess.run(
+        [sys.executable, str(BUILD), "--sources", str(SRC), "--out", str(out), "--jobs", "1"],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     return out
 
 
 def test_rebuild_of_the_vendored_sample_is_byte_identical(rebuilt):
-    assert rebuilt.read_bytes() == SAMPLE.read_bytes(), "rebuild tests/data/atlas_sample.json.gz with tools/atlas/build.py"
+    assert rebuilt.read_bytes() == SAMPLE.read_bytes(), (
+        "rebuild tests/data/atlas_sample.json.gz with tools/atlas/build.py"
+    )
 
 
 def test_ids_survive_rewording_and_moves(rebuilt):
     doc = _doc(rebuilt)
     by_text = {}
-    for eid, _eng, kind, exc, level, rec, variants in doc["entries"]:
-        for t, m, q, line, mask in variants:
+    for eid, *_, variants in doc["entries"]:
+        for t, m, _q, _line, mask in variants:
             by_text.setdefault(" ".join(p for p in t if p), set()).add((eid, doc["modules"][m], mask))
     # "must be divisible by" gained a full stop in 0.5.2 (.format instead of an f-string): one ID, two wordings
     ids = {eid for k, v in by_text.items() if k.startswith("tp_size") for eid, _, _ in v}
@@ -71,9 +85,9 @@ def test_ids_survive_rewording_and_moves(rebuilt):
 def test_recoverable_paths_are_marked(rebuilt):
     doc = _doc(rebuilt)
     rec = {" ".join(p for p in e[6][0][0] if p): e[5] for e in doc["entries"]}
-    assert rec["Failed to look up the model on the hub:"] == "handled"   # logged in an except that goes on
+    assert rec["Failed to look up the model on the hub:"] == "handled"  # logged in an except that goes on
     assert rec["Loading the FA3 kernels failed, retrying (attempt )"] == "warning"
-    assert rec["Failed to load the FA3 kernels, please reinstall sgl-kernel"] == ""   # raised from a handler: fatal
+    assert rec["Failed to load the FA3 kernels, please reinstall sgl-kernel"] == ""  # raised from a handler: fatal
     assert rec["tp_size must be divisible by ep_size ."] == ""
 
 
@@ -119,26 +133,32 @@ def test_lookup_prefers_the_variant_of_the_logs_version():
     assert old.variant.module.endswith("fa3_backend.py") and new.variant.module.endswith("model_runner.py")
 
 
-@pytest.mark.parametrize("text,exc,phase,cause", [
-    ("Cascade attention is not supported on Volta GPUs", "ValueError", "kernel_init", "kernel_arch_mismatch"),
-    ("fatal error: Python.h: No such file or directory", None, "unknown", "kernel_arch_mismatch"),
-    ("EAGLE does not support pipeline parallelism", "AssertionError", "launch", "config_invalid"),
-    ("hidden size 4096 must be divisible by tp size 3", "AssertionError", "launch", "config_invalid"),
-    ("Not enough space for mamba cache", "RuntimeError", "memory_pool", "kv_cache_oom"),
-    ("Not enough space for mamba cache", "RuntimeError", "launch", "unknown"),   # only where the pool is sized
-    ("The scheduler stopped receiving requests", "RuntimeError", "serving", "unknown"),   # never guessed
-])
+@pytest.mark.parametrize(
+    "text,exc,phase,cause",
+    [
+        ("Cascade attention is not supported on Volta GPUs", "ValueError", "kernel_init", "kernel_arch_mismatch"),
+        ("fatal error: Python.h: No such file or directory", None, "unknown", "kernel_arch_mismatch"),
+        ("EAGLE does not support pipeline parallelism", "AssertionError", "launch", "config_invalid"),
+        ("hidden size 4096 must be divisible by tp size 3", "AssertionError", "launch", "config_invalid"),
+        ("Not enough space for mamba cache", "RuntimeError", "memory_pool", "kv_cache_oom"),
+        ("Not enough space for mamba cache", "RuntimeError", "launch", "unknown"),  # only where the pool is sized
+        ("The scheduler stopped receiving requests", "RuntimeError", "serving", "unknown"),  # never guessed
+    ],
+)
 def test_lexicon(text, exc, phase, cause):
     assert cause_of(text, exc, phase)[0] == cause
 
 
-@pytest.mark.parametrize("module,func,phase", [
-    ("sglang/srt/model_executor/cuda_graph_runner.py", "CudaGraphRunner.capture", "graph_capture"),
-    ("vllm/model_executor/model_loader/default_loader.py", "DefaultModelLoader.load_weights", "weight_load"),
-    ("sglang/srt/mem_cache/memory_pool.py", "MHATokenToKVPool.__init__", "memory_pool"),
-    ("vllm/engine/arg_utils.py", "EngineArgs.create_engine_config", "launch"),
-    ("sglang/srt/managers/scheduler.py", "Scheduler.event_loop_normal", "unknown"),
-])
+@pytest.mark.parametrize(
+    "module,func,phase",
+    [
+        ("sglang/srt/model_executor/cuda_graph_runner.py", "CudaGraphRunner.capture", "graph_capture"),
+        ("vllm/model_executor/model_loader/default_loader.py", "DefaultModelLoader.load_weights", "weight_load"),
+        ("sglang/srt/mem_cache/memory_pool.py", "MHATokenToKVPool.__init__", "memory_pool"),
+        ("vllm/engine/arg_utils.py", "EngineArgs.create_engine_config", "launch"),
+        ("sglang/srt/managers/scheduler.py", "Scheduler.event_loop_normal", "unknown"),
+    ],
+)
 def test_phase_table(module, func, phase):
     assert phase_of(module, func) == phase
 
@@ -165,13 +185,22 @@ def test_lookup_is_linear_on_long_lines():
 
 # ---- the CLI ----
 
+
 def test_atlas_lookup_cli():
     r = _cli("atlas", "lookup", "--atlas", str(SAMPLE), "ValueError: tp_size 4 must be divisible by ep_size 3.")
     assert r.returncode == 0, r.stderr
     assert "sglang/srt/server_args.py:11 (ServerArgs.check), sglang 0.5.1–0.5.2" in r.stdout
     assert "cause: config_invalid" in r.stdout
-    r = _cli("atlas", "lookup", "--atlas", str(SAMPLE), "--format", "json", "-", stdin="Failed to look up the model "
-             "on the hub: 401 Unauthorized\n")
+    r = _cli(
+        "atlas",
+        "lookup",
+        "--atlas",
+        str(SAMPLE),
+        "--format",
+        "json",
+        "-",
+        stdin="Failed to look up the model on the hub: 401 Unauthorized\n",
+    )
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["hits"][0]["recoverable_path"] == "handled" and d["hits"][0]["level"] == "error"
     r = _cli("atlas", "lookup", "--atlas", str(SAMPLE), "nothing an engine says")
@@ -222,8 +251,9 @@ def test_explain_cites_the_engine_source(tmp_path):
     assert d["source"]["module"] == "sglang/srt/model_executor/model_runner.py" and d["source"]["log_line"] == 8
     assert d["source"]["versions"] == ["0.5.1", "0.5.2"] and d["confidence"] <= 0.7 and d["fixes"] == []
     r = _cli("explain", str(log), env=env)
-    assert "raised in sglang/srt/model_executor/model_runner.py:5 (FlashAttentionBackend.__init__)" in \
-        " ".join(r.stdout.split())
+    assert "raised in sglang/srt/model_executor/model_runner.py:5 (FlashAttentionBackend.__init__)" in " ".join(
+        r.stdout.split()
+    )
 
 
 def test_a_recoverable_message_is_not_the_decisive_error(tmp_path):
@@ -247,10 +277,12 @@ def test_a_recoverable_message_is_not_the_decisive_error(tmp_path):
 
 
 def test_a_rule_verdict_never_loads_the_atlas():
-    code = ("import sys; from pathlib import Path; import logdoctor; "
-            "d = logdoctor.diagnose(Path('fixtures/journals/sglang-kv_cache_oom-gptoss-h100-json/journal.log')); "
-            "assert d.rule and not d.rule.startswith('atlas'), d.rule; "
-            "assert 'logdoctor.atlas.store' not in sys.modules")
+    code = (
+        "import sys; from pathlib import Path; import logdoctor; "
+        "d = logdoctor.diagnose(Path('fixtures/journals/sglang-kv_cache_oom-gptoss-h100-json/journal.log')); "
+        "assert d.rule and not d.rule.startswith('atlas'), d.rule; "
+        "assert 'logdoctor.atlas.store' not in sys.modules"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
 
@@ -258,21 +290,40 @@ def test_a_rule_verdict_never_loads_the_atlas():
 def test_sample_hash_is_recorded():
     doc = _doc(SAMPLE)
     files = sorted(p for p in (SRC / "sglang" / "0.5.1").rglob("*.py"))
-    digest = hashlib.sha256(b"".join(p.relative_to(SRC / "sglang" / "0.5.1").as_posix().encode() + b"\0" +
-                                     p.read_bytes() for p in files)).hexdigest()
+    digest = hashlib.sha256(
+        b"".join(p.relative_to(SRC / "sglang" / "0.5.1").as_posix().encode() + b"\0" + p.read_bytes() for p in files)
+    ).hexdigest()
     assert doc["sources"][0]["sha256"] == digest
 
 
 # ---- verdicts that only the atlas gives (real engine messages no rule covers; shipped atlas) ----
 
-@pytest.mark.parametrize("name,cause,module,function", [
-    ("sglang-mxfp8-blackwell.log", "kernel_arch_mismatch", "sglang/srt/layers/quantization/fp8_utils.py",
-     "triton_mxfp8_blockscaled_linear"),
-    # an assert that a model cannot run with PP: a rejected configuration, not an engine defect; the message is
-    # copied in two model files, the traceback's frame picks the one that raised it
-    ("sglang-pp-unsupported-model.log", "config_invalid", "sglang/srt/models/sdar_moe.py", "SDARMoeForCausalLM.__init__"),
-    ("vllm-mla-sliding-window.log", "config_invalid", "vllm/attention/backends/flashmla.py", "FlashMLAImpl.__init__"),
-])
+
+@pytest.mark.parametrize(
+    "name,cause,module,function",
+    [
+        (
+            "sglang-mxfp8-blackwell.log",
+            "kernel_arch_mismatch",
+            "sglang/srt/layers/quantization/fp8_utils.py",
+            "triton_mxfp8_blockscaled_linear",
+        ),
+        # an assert that a model cannot run with PP: a rejected configuration, not an engine defect; the message is
+        # copied in two model files, the traceback's frame picks the one that raised it
+        (
+            "sglang-pp-unsupported-model.log",
+            "config_invalid",
+            "sglang/srt/models/sdar_moe.py",
+            "SDARMoeForCausalLM.__init__",
+        ),
+        (
+            "vllm-mla-sliding-window.log",
+            "config_invalid",
+            "vllm/attention/backends/flashmla.py",
+            "FlashMLAImpl.__init__",
+        ),
+    ],
+)
 def test_atlas_verdicts_cite_the_engine_source(name, cause, module, function):
     r = _cli("explain", str(ROOT / "tests" / "data" / "atlas_logs" / name), "--format", "json")
     d = json.loads(r.stdout)

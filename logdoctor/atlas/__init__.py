@@ -19,8 +19,15 @@ ENOUGH = 30  # ... unless this many literal characters match (a long list or pat
 _KIND_ORDER = {"raise": 0, "exit": 0, "assert": 1, "log": 2}
 # Python's own wordings that engines re-raise by hand (a __getattr__ that mimics AttributeError): a line with them
 # is the interpreter's message far more often than that engine site, so they name no entry
-PYTHON_WORDINGS = ("object has no attribute", "unexpected keyword argument", "is not subscriptable",
-                   "object is not iterable", "object is not callable", "No module named", "positional argument")
+PYTHON_WORDINGS = (
+    "object has no attribute",
+    "unexpected keyword argument",
+    "is not subscriptable",
+    "object is not iterable",
+    "object is not callable",
+    "No module named",
+    "positional argument",
+)
 
 
 def _message(text: str) -> str:
@@ -31,8 +38,13 @@ def _message(text: str) -> str:
     return text
 
 
-def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
-               version: str | None = None, frames: tuple[str, ...] = ()) -> list[AtlasHit]:
+def lookup_all(
+    line: str,
+    engine: str | None = None,
+    atlas: Atlas | None = None,
+    version: str | None = None,
+    frames: tuple[str, ...] = (),
+) -> list[AtlasHit]:
     """Every entry whose template the line holds (best first): most literal text matched, then an entry in a file
     the traceback's `frames` name (one message copied into two models), the engine the log came from, a raise
     before a log call, a fatal path before a recoverable one, then the entry's id. Within an entry the variant
@@ -64,8 +76,14 @@ def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
         vi = vs.index(version) if version in vs else -1
         v = next((x for x in best if vi >= 0 and x.mask >> vi & 1), max(best, key=lambda x: x.mask.bit_length()))
         in_frames = any(f.endswith("/" + x.module) for x, _ in found for f in frames)
-        key = (-matched, 0 if in_frames else 1, 0 if engine in (None, e.engine) else 1, _KIND_ORDER.get(e.kind, 3),
-               1 if e.recoverable else 0, e.id)
+        key = (
+            -matched,
+            0 if in_frames else 1,
+            0 if engine in (None, e.engine) else 1,
+            _KIND_ORDER.get(e.kind, 3),
+            1 if e.recoverable else 0,
+            e.id,
+        )
         scored.append((key, e, v, mask, matched))
     scored.sort(key=lambda x: x[0])
     hits = []
@@ -76,8 +94,13 @@ def lookup_all(line: str, engine: str | None = None, atlas: Atlas | None = None,
     return hits
 
 
-def lookup(line: str, engine: str | None = None, atlas: Atlas | None = None,
-           version: str | None = None, frames: tuple[str, ...] = ()) -> AtlasHit | None:
+def lookup(
+    line: str,
+    engine: str | None = None,
+    atlas: Atlas | None = None,
+    version: str | None = None,
+    frames: tuple[str, ...] = (),
+) -> AtlasHit | None:
     """The atlas entry a log line carries, or None."""
     hits = lookup_all(line, engine, atlas, version, frames)
     return hits[0] if hits else None

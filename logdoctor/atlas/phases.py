@@ -54,14 +54,31 @@ PHASE_TABLE: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     # attention backends, custom kernels, JIT builds, platform checks, torch.compile
     (
         "kernel_init",
-        ("layers/attention", "attention/backends", "v1/attention/", "attention_registry", "jit_kernel/",
-         "_custom_ops", "platforms/", "compilation/", "srt/layers/"),
+        (
+            "layers/attention",
+            "attention/backends",
+            "v1/attention/",
+            "attention_registry",
+            "jit_kernel/",
+            "_custom_ops",
+            "platforms/",
+            "compilation/",
+            "srt/layers/",
+        ),
     ),
     # argument and configuration checks before anything is loaded
     (
         "launch",
-        ("server_args", "arg_utils", "arg_groups/", "vllm/config", "srt/configs/", "entrypoints/cli",
-         "launch_server", "sglang/cli/"),
+        (
+            "server_args",
+            "arg_utils",
+            "arg_groups/",
+            "vllm/config",
+            "srt/configs/",
+            "entrypoints/cli",
+            "launch_server",
+            "sglang/cli/",
+        ),
     ),
 )
 

@@ -80,8 +80,9 @@ def read_document(path: Path, shipped: bool = False) -> dict:
         with gzip.open(path, "rb") as f:
             doc = json.loads(f.read())
     except FileNotFoundError:
-        raise AtlasError(f"atlas: {path} is missing (reinstall logdoctor, or rebuild with tools/atlas/build.py)",
-                         code) from None
+        raise AtlasError(
+            f"atlas: {path} is missing (reinstall logdoctor, or rebuild with tools/atlas/build.py)", code
+        ) from None
     except (OSError, EOFError, ValueError) as e:
         raise AtlasError(f"atlas: {path} is unreadable ({type(e).__name__}: {str(e)[:120]})", code) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -96,8 +97,9 @@ def read_document(path: Path, shipped: bool = False) -> dict:
 def parse(doc: dict, path: Path) -> Atlas:
     versions = {k: tuple(v) for k, v in doc["versions"].items()}
     raw = doc["entries"]
-    return Atlas(path, raw, doc["modules"], versions, tuple(doc["sources"]), doc.get("extractor", ""),
-                 LiteralIndex(raw))
+    return Atlas(
+        path, raw, doc["modules"], versions, tuple(doc["sources"]), doc.get("extractor", ""), LiteralIndex(raw)
+    )
 
 
 @lru_cache(maxsize=4)

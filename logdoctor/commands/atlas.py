@@ -38,8 +38,12 @@ def lookup_cmd(text, engine, show_all, fmt, atlas_path) -> None:
     hits = lookup_all(line, engine, at)
     shown = hits if show_all else hits[:1]
     if fmt == "json":
-        click.echo(json.dumps({"schema": "logdoctor.atlas-lookup/v1", "text": line,
-                               "hits": [_hit_dict(h, at) for h in shown]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"schema": "logdoctor.atlas-lookup/v1", "text": line, "hits": [_hit_dict(h, at) for h in shown]},
+                indent=2,
+            )
+        )
     elif not shown:
         click.echo("no atlas entry holds this text")
     else:
@@ -59,8 +63,13 @@ def _hit_dict(h, at) -> dict:
         "recoverable_path": e.recoverable or None,
         "matched_chars": h.matched,
         "history": [
-            {"template": v.text(), "module": v.module, "function": v.qualname, "line": v.line,
-             "versions": list(at.versions_of(e.engine, v.mask))}
+            {
+                "template": v.text(),
+                "module": v.module,
+                "function": v.qualname,
+                "line": v.line,
+                "versions": list(at.versions_of(e.engine, v.mask)),
+            }
             for v in e.variants
         ],
     }
@@ -70,8 +79,10 @@ def _hit_text(h) -> str:
     e = h.entry
     what = e.exc or (e.level or "").upper()
     rec = f"  recoverable path: {e.recoverable}\n" if e.recoverable else ""
-    return (f"{e.id}  {what}  {h.variant.text()}\n  {h.citation()}\n  phase: {h.phase}   cause: {h.cause}\n{rec}"
-            f"  wordings across releases: {len(e.variants)}")
+    return (
+        f"{e.id}  {what}  {h.variant.text()}\n  {h.citation()}\n  phase: {h.phase}   cause: {h.cause}\n{rec}"
+        f"  wordings across releases: {len(e.variants)}"
+    )
 
 
 @atlas.command("stats")
@@ -87,12 +98,23 @@ def stats_cmd(fmt, atlas_path) -> None:
         alive = sum(1 for e in at.entries if e.engine == s["engine"] and any(v.mask >> vi & 1 for v in e.variants))
         rows.append({**s, "entries": alive})
     if fmt == "json":
-        click.echo(json.dumps({"schema": "logdoctor.atlas-stats/v1", "entries": len(at.entries),
-                               "indexed_templates": len(at.index), "extractor": at.extractor,
-                               "releases": rows}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "schema": "logdoctor.atlas-stats/v1",
+                    "entries": len(at.entries),
+                    "indexed_templates": len(at.index),
+                    "extractor": at.extractor,
+                    "releases": rows,
+                },
+                indent=2,
+            )
+        )
         return
     click.echo(f"atlas {at.path}: {len(at.entries)} entries (stable IDs), {len(at.index)} indexed templates")
     click.echo(f"{'engine':8} {'version':14} {'files':>6} {'messages':>9} {'entries':>8}  sha256")
     for r in rows:
-        click.echo(f"{r['engine']:8} {r['version']:14} {r['files']:>6} {r['messages']:>9} {r['entries']:>8}  "
-                   f"{r['sha256'][:16]}…")
+        click.echo(
+            f"{r['engine']:8} {r['version']:14} {r['files']:>6} {r['messages']:>9} {r['entries']:>8}  "
+            f"{r['sha256'][:16]}…"
+        )

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 from logdoctor.vocab import TIER_NAMES
 
 if TYPE_CHECKING:
+    from logdoctor.atlas.model import AtlasHit
     from logdoctor.classify.runtime import Classifier
     from logdoctor.matching.loader import Rule
     from logdoctor.matching.rank import Candidate
-    from logdoctor.atlas.model import AtlasHit
     from logdoctor.timeline import Attempt, Timeline
 
 # 0. precedence (docs/rules.md "Precedence"): who may name the cause, most specific first. Rules are reviewed and
@@ -231,7 +231,7 @@ def atlas_candidate(line: int, text: str, hit: AtlasHit) -> Candidate:
     title = CAUSE_TITLES.get(hit.cause, hit.cause)
     quoted = hit.variant.text()
     explain = (
-        f"No rule matches this failure. The decisive error is the engine's own message \"{quoted}\", "
+        f'No rule matches this failure. The decisive error is the engine\'s own message "{quoted}", '
         f"{hit.citation()}; its words place it as {hit.cause}: {title}. No flag change is proposed: read the "
         "check at that line for the argument or component it names."
     )

@@ -109,8 +109,7 @@ def tree_sources(engine: str, root: Path) -> Iterator[tuple[str, bytes]]:
 
 def _mine(text: str) -> list[list]:
     return [
-        [s.kind, s.exc, s.level, list(s.template), s.qualname, s.line, s.recoverable]
-        for s in mine_source(text, "")
+        [s.kind, s.exc, s.level, list(s.template), s.qualname, s.line, s.recoverable] for s in mine_source(text, "")
     ]
 
 
@@ -176,7 +175,7 @@ class Ids:
                     best, score = cid, r
             got = best
         if got is None:
-            got = engine[:2] + "-" + hashlib.sha1(repr(k).encode()).hexdigest()[:10]
+            got = engine[:2] + "-" + hashlib.sha1(repr(k).encode(), usedforsecurity=False).hexdigest()[:10]
         self.exact.setdefault(k, got)
         self.moved[(engine, exc, skel)] = got
         lst = self.by_func.setdefault((engine, module, qual, exc), [])
@@ -209,7 +208,9 @@ def build(plan: list[tuple[str, str, str, str, list[tuple[str, bytes]]]], cache:
                 count += 1
                 eid = ids.assign(engine, path, qual, exc, skeleton(tmpl), used)
                 used.add(eid)
-                e = entries.setdefault(eid, {"engine": engine, "kind": kind, "exc": exc, "level": level, "variants": {}})
+                e = entries.setdefault(
+                    eid, {"engine": engine, "kind": kind, "exc": exc, "level": level, "variants": {}}
+                )
                 e.update(kind=kind, exc=exc, level=level, rec=rec)  # the latest version's reading
                 mi = modules.setdefault(path, len(modules))
                 vk = (tuple(tmpl), mi, qual)
@@ -217,13 +218,25 @@ def build(plan: list[tuple[str, str, str, str, list[tuple[str, bytes]]]], cache:
                 if not var["mask"] >> vi & 1:
                     var["line"] = line
                 var["mask"] |= 1 << vi
-        sources.append({"engine": engine, "version": version, "source": name, "sha256": sha, "files": len(files), "messages": count})
+        sources.append(
+            {
+                "engine": engine,
+                "version": version,
+                "source": name,
+                "sha256": sha,
+                "files": len(files),
+                "messages": count,
+            }
+        )
     mod_names = sorted(modules, key=modules.__getitem__)
     out_entries = []
     for eid in sorted(entries):
         e = entries[eid]
         variants = sorted(
-            ([[p if p is not None else 0 for p in vk[0]], vk[1], vk[2], v["line"], v["mask"]] for vk, v in e["variants"].items()),
+            (
+                [[p if p is not None else 0 for p in vk[0]], vk[1], vk[2], v["line"], v["mask"]]
+                for vk, v in e["variants"].items()
+            ),
             key=lambda x: (-x[4].bit_length(), x[1], x[3]),
         )
         out_entries.append([eid, e["engine"], e["kind"], e["exc"], e["level"], e["rec"], variants])
