@@ -13,7 +13,7 @@ from logdoctor.atlas.store import Atlas, AtlasError, load
 
 __all__ = ["Atlas", "AtlasError", "AtlasHit", "Entry", "Variant", "load", "lookup", "lookup_all"]
 
-MIN_MATCHED = 14  # literal characters a template must contribute before a line counts as its message
+MIN_MATCHED = 16  # literal characters a template must contribute before a line counts as its message
 MIN_SHARE = 0.3  # ... and this share of the line's message (the rest: formatted values, the exception's class),
 ENOUGH = 30  # ... unless this many literal characters match (a long list or path formatted into the message)
 _KIND_ORDER = {"raise": 0, "exit": 0, "assert": 1, "log": 2}

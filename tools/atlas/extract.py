@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 Part = str | None  # a literal segment, or None for a formatted value
-LEVELS = {"error": "error", "exception": "error", "critical": "critical", "fatal": "critical", "warning": "warning"}
+LEVELS = {"error": "error", "exception": "error", "critical": "critical", "fatal": "critical", "warning": "warning",
+          "warning_once": "warning", "error_once": "error"}
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa%]")
 _BRACE = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
 MIN_LITERAL = 12  # a template with fewer literal characters matches too much to name anything
@@ -80,9 +82,23 @@ def _split(text: str, pat: re.Pattern[str], esc: dict[str, str]) -> list[Part]:
     return out
 
 
-def parts_of(node: ast.expr | None, fmt: str | None = None) -> list[Part]:
-    """The template of an expression; `fmt` = "%" when a logger's extra arguments fill %-placeholders."""
+Env = Callable[[str], "list[Part] | None"]
+
+
+def parts_of(node: ast.expr | None, fmt: str | None = None, env: Env | None = None) -> list[Part]:
+    """The template of an expression; `fmt` = "%" when a logger's extra arguments fill %-placeholders; `env` gives
+    the template a local or module-level name was last assigned (`msg = f"..."; raise ValueError(msg)`)."""
     if node is None:
+        return [None]
+    if isinstance(node, ast.Name) and env is not None:
+        got = env(node.id)
+        if got is not None:
+            if fmt == "%":
+                out: list[Part] = []
+                for p in got:
+                    out.extend([None] if p is None else _split(p, _PERCENT, {"%%": "%"}))
+                return out
+            return list(got)
         return [None]
     if isinstance(node, ast.Constant):
         if not isinstance(node.value, str):
@@ -91,7 +107,7 @@ def parts_of(node: ast.expr | None, fmt: str | None = None) -> list[Part]:
             return _split(node.value, _PERCENT, {"%%": "%"})
         return [node.value]
     if isinstance(node, ast.JoinedStr):
-        out: list[Part] = []
+        out = []
         for v in node.values:
             if isinstance(v, ast.Constant) and isinstance(v.value, str):
                 out.append(v.value)
@@ -99,11 +115,11 @@ def parts_of(node: ast.expr | None, fmt: str | None = None) -> list[Part]:
                 out.append(None)
         return out
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return parts_of(node.left, fmt) + parts_of(node.right, fmt)
+        return parts_of(node.left, fmt, env) + parts_of(node.right, fmt, env)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        return parts_of(node.left, "%")
+        return parts_of(node.left, "%", env)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
-        base = parts_of(node.func.value)
+        base = parts_of(node.func.value, None, env)
         out = []
         for p in base:
             out.extend([None] if p is None else _split(p, _BRACE, {"{{": "{", "}}": "}"}))
@@ -164,25 +180,53 @@ class _Ctx:
     qual: tuple[str, ...] = ()
     trys: tuple[ast.Try, ...] = ()  # try statements whose body we are in (innermost last)
     handler: ast.ExceptHandler | None = None  # the except clause we are in
+    names: dict[str, list[Part]] = field(default_factory=dict)  # strings assigned in this function so far
 
 
 class _Miner:
     def __init__(self, module: str):
         self.module = module
         self.sites: list[Site] = []
+        self.module_names: dict[str, list[Part]] = {}
+        self.ctx = _Ctx()
+
+    def env(self, name: str) -> list[Part] | None:
+        got = self.ctx.names.get(name)
+        return got if got is not None else self.module_names.get(name)
+
+    def parts(self, node: ast.expr | None, fmt: str | None = None) -> list[Part]:
+        return parts_of(node, fmt, self.env)
 
     def block(self, stmts: list[ast.stmt], ctx: _Ctx) -> None:
         for i, s in enumerate(stmts):
+            self.ctx = ctx
             self.stmt(s, ctx, stmts[i + 1 :])
+
+    def remember(self, s: ast.stmt, ctx: _Ctx) -> None:
+        """A string assigned to a plain name: what a later `raise X(name)` formats."""
+        names = ctx.names if ctx.qual else self.module_names
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                p = self.parts(s.value)
+                if any(p):
+                    names[targets[0].id] = p
+                else:
+                    names.pop(targets[0].id, None)
+        elif isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add) and isinstance(s.target, ast.Name):
+            old = names.get(s.target.id)
+            if old is not None:
+                names[s.target.id] = old + self.parts(s.value)
 
     def stmt(self, s: ast.stmt, ctx: _Ctx, after: list[ast.stmt]) -> None:
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.block(s.body, _Ctx(qual=(*ctx.qual, s.name)))
+            self.ctx = ctx
             return
         if isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            self.block(s.body, _Ctx(ctx.qual, (*ctx.trys, s), ctx.handler))
+            self.block(s.body, _Ctx(ctx.qual, (*ctx.trys, s), ctx.handler, ctx.names))
             for h in s.handlers:
-                self.block(h.body, _Ctx(ctx.qual, ctx.trys, h))
+                self.block(h.body, _Ctx(ctx.qual, ctx.trys, h, ctx.names))
             self.block(s.orelse, ctx)
             self.block(s.finalbody, ctx)
             return
@@ -207,19 +251,27 @@ class _Miner:
             return
         if isinstance(s, ast.Assert):
             if s.msg is not None:
-                self.add("assert", "AssertionError", None, parts_of(s.msg), s, ctx, self._caught("AssertionError", ctx))
+                self.add("assert", "AssertionError", None, self.parts(s.msg), s, ctx, self._caught("AssertionError", ctx))
             return
         self.exprs(s, ctx, after)
+        self.remember(s, ctx)
 
     def exprs(self, node: ast.AST, ctx: _Ctx, after: list[ast.stmt]) -> None:
         for n in _own_nodes(node):
-            if not isinstance(n, ast.Call) or not isinstance(n.func, ast.Attribute):
+            if not isinstance(n, ast.Call):
+                continue
+            if isinstance(n.func, ast.Name) and n.args and n.func.id[:1].isupper() \
+                    and n.func.id.endswith(("Error", "Exception")):
+                # an exception built here and raised or handed on elsewhere (`e = RuntimeError(...)`, set_exception)
+                self.add("raise", n.func.id, None, self.parts(n.args[0]), n, ctx, "")
+                continue
+            if not isinstance(n.func, ast.Attribute):
                 continue
             attr = n.func.attr
             owner = _chain(n.func.value).lower()
             if attr in LEVELS and ("log" in owner) and n.args:
                 level = LEVELS[attr]
-                t = parts_of(n.args[0], "%" if len(n.args) > 1 else None)
+                t = self.parts(n.args[0], "%" if len(n.args) > 1 else None)
                 rec = ""
                 if level == "warning":
                     rec = "" if _raises(after) else "warning"
@@ -227,9 +279,9 @@ class _Miner:
                     rec = "handled"
                 self.add("log", None, level, t, n, ctx, rec)
             elif attr == "warn" and _chain(n.func.value) == "warnings" and n.args:
-                self.add("log", None, "warning", parts_of(n.args[0]), n, ctx, "warning")
+                self.add("log", None, "warning", self.parts(n.args[0]), n, ctx, "warning")
             elif attr == "exit" and _chain(n.func.value) == "sys" and n.args:
-                t = parts_of(n.args[0])
+                t = self.parts(n.args[0])
                 if any(p for p in t):
                     self.add("exit", "SystemExit", None, t, n, ctx, "")
 
@@ -246,7 +298,7 @@ class _Miner:
         exc = _name(s.exc.func)
         if not exc or not exc[:1].isupper():
             return
-        self.add("raise", exc, None, parts_of(s.exc.args[0]), s, ctx, self._caught(exc, ctx))
+        self.add("raise", exc, None, self.parts(s.exc.args[0]), s, ctx, self._caught(exc, ctx))
 
     def add(self, kind, exc, level, parts, node, ctx, rec) -> None:
         t = _norm(parts)
