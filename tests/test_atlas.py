@@ -331,3 +331,19 @@ def test_atlas_verdicts_cite_the_engine_source(name, cause, module, function):
     assert (d["cause"], d["rule"][:6]) == (cause, "atlas:")
     assert (d["source"]["module"], d["source"]["function"]) == (module, function)
     assert d["source"]["versions"] and d["confidence"] == 0.7 and d["fixes"] == []
+
+
+def test_a_log_line_holding_only_the_first_line_of_a_message_resolves():
+    """Engines raise multi-line messages; the log's line has the first one (the rest are separate lines), and a
+    release not read may reword the tail: the literals found in order up to the cut count when they are most of
+    the template or long enough to be specific."""
+    from logdoctor.atlas.index import score
+
+    assert (
+        score("Decode out of memory. Try to lower your batch size.", ("Decode out of memory.", "Try to allocate")) == 21
+    )
+    assert score("abc Decode out of mem", ("Decode out of memory.",)) == 17  # a cut inside a literal counts its prefix
+    assert score("nothing here", ("Decode out of memory.",)) == 0
+    h = lookup("RuntimeError: Decode out of memory. Try to lower your batch size.", "sglang")
+    assert h is not None and h.entry.engine == "sglang" and "Decode out of memory" in h.variant.text()
+    assert lookup("RuntimeError: Decode out of", "sglang") is None  # too little of it

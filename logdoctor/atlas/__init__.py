@@ -15,6 +15,8 @@ __all__ = ["Atlas", "AtlasError", "AtlasHit", "Entry", "Variant", "load", "looku
 
 MIN_MATCHED = 16  # literal characters a template must contribute before a line counts as its message
 MIN_SHARE = 0.3  # ... and this share of the line's message (the rest: formatted values, the exception's class),
+PARTIAL_SHARE = 0.5  # a template found only up to a cut (its later lines, a reworded tail) must be this much found
+PARTIAL_ENOUGH = 60  # ... or this many characters (a long hint or URL at its end)
 ENOUGH = 30  # ... unless this many literal characters match (a long list or path formatted into the message)
 _KIND_ORDER = {"raise": 0, "exit": 0, "assert": 1, "log": 2}
 # Python's own wordings that engines re-raise by hand (a __getattr__ that mimics AttributeError): a line with them
@@ -59,8 +61,8 @@ def lookup_all(
         return []
     need = max(MIN_MATCHED, min(ENOUGH, int(MIN_SHARE * len(text))))
     per_entry: dict[str, tuple[Entry, list[tuple[Variant, int]]]] = {}
-    for ei, vi, matched in at.index.matches(text):
-        if matched >= need:
+    for ei, vi, matched, total in at.index.matches(text):
+        if matched >= need and (matched == total or matched >= min(PARTIAL_SHARE * total, PARTIAL_ENOUGH)):
             e = at.entry(ei)
             per_entry.setdefault(e.id, (e, []))[1].append((e.variants[vi], matched))
     scored = []

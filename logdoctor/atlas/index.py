@@ -28,8 +28,10 @@ class LiteralIndex:
                     continue
                 self.literals[(ei, vi)] = lits
                 a = max(range(len(lits)), key=lambda i: len(lits[i]))
-                if len(lits[a]) >= MIN_ANCHOR:
-                    self.table.setdefault(lits[a], []).append((ei, vi, a))
+                first = next((i for i, x in enumerate(lits) if len(x) >= MIN_ANCHOR), a)
+                for i in {a, first}:
+                    if len(lits[i]) >= MIN_ANCHOR:
+                        self.table.setdefault(lits[i], []).append((ei, vi, i))
         self.by_word: dict[str, list[str]] = {}
         self.loose: list[str] = []
         for anchor in self.table:
@@ -51,22 +53,39 @@ class LiteralIndex:
         cands.update(k for k in self.loose if k in text)
         return sorted(k for k in cands if k in text)
 
-    def matches(self, text: str) -> Iterator[tuple[int, int, int]]:
-        """(entry index, variant index, literal characters matched) for every template all of whose literals the
-        text holds in order. Each candidate is checked once, left to right (the leftmost find of each literal is
-        never worse than a later one), so the work is linear in the line per candidate."""
+    def matches(self, text: str) -> Iterator[tuple[int, int, int, int]]:
+        """(entry index, variant index, literal characters found, literal characters in the template) for every
+        template whose literals the text holds in order, whole or up to a cut: a log line carries only the first
+        line of a multi-line message, and a release we did not read may reword the tail (`score`). Each candidate
+        is checked once, left to right, so the work is linear in the line per candidate."""
+        seen: set[tuple[int, int]] = set()
         for key in self._anchors(text):
             for ei, vi, _a in self.table[key]:
+                if (ei, vi) in seen:
+                    continue
+                seen.add((ei, vi))
                 lits = self.literals[(ei, vi)]
-                if _holds(text, lits):
-                    yield ei, vi, sum(len(x) for x in lits)
+                got = score(text, lits)
+                if got:
+                    yield ei, vi, got, sum(len(x) for x in lits)
 
 
-def _holds(text: str, lits: tuple[str, ...]) -> bool:
-    pos = 0
+def score(text: str, lits: tuple[str, ...]) -> int:
+    """Literal characters of the template found in order: every literal found whole adds its length; at the first
+    one not found, the longest prefix of it (at least MIN_ANCHOR characters) found after the last match is added
+    and the count stops there."""
+    pos = got = 0
     for lit in lits:
         i = text.find(lit, pos)
-        if i < 0:
-            return False
-        pos = i + len(lit)
-    return True
+        if i >= 0:
+            got += len(lit)
+            pos = i + len(lit)
+            continue
+        j = text.find(lit[:MIN_ANCHOR], pos)
+        if j >= 0:
+            n = MIN_ANCHOR
+            while n < len(lit) and j + n < len(text) and text[j + n] == lit[n]:
+                n += 1
+            got += n
+        break
+    return got

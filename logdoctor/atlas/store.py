@@ -102,11 +102,15 @@ def parse(doc: dict, path: Path) -> Atlas:
     )
 
 
-@lru_cache(maxsize=4)
 def load(path: Path | None = None) -> Atlas:
-    """The atlas at `path` (default: the shipped one, or $LOGDOCTOR_ATLAS), parsed and indexed once."""
+    """The atlas at `path` (default: the shipped one, or $LOGDOCTOR_ATLAS), parsed and indexed once per file."""
     p = path or default_path()
-    doc = read_document(p, shipped=path is None and ENV not in os.environ)
+    return _load(p, path is None and ENV not in os.environ)
+
+
+@lru_cache(maxsize=4)
+def _load(p: Path, shipped: bool) -> Atlas:
+    doc = read_document(p, shipped=shipped)
     try:
         return parse(doc, p)
     except (TypeError, ValueError, IndexError, KeyError) as e:

@@ -29,6 +29,16 @@ _EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): ")
 _PLUMBING = re.compile(r"^(?:\s|Traceback \(most recent|The above exception|During handling of|$)")
 
 
+# lines printed below the engine (PyTorch, CUDA, NCCL, the OS, Hugging Face, pydantic, Ray, other servers): the atlas
+# holds only the engines' own messages, so these are counted apart
+_BELOW = re.compile(
+    r"^(?:torch\.|[\w.]*(?:OutOfMemoryError|AcceleratorError|DistNetworkError|DistBackendError)\b|nccl\w*Error|"
+    r"huggingface_hub\.|pydantic|safetensors|ray\.|zmq\.|requests\.|OSError: \[Errno|\[Errno|"
+    r"text_generation_launcher|router/)|CUDA (?:error|kernel errors)|CUDA_LAUNCH_BLOCKING|TORCH_USE_CUDA_DSA|"
+    r"NCCL error|cudaError|Search for `cuda|[Aa]ddress already in use"
+)
+
+
 def is_error_line(msg: str, level: str | None) -> bool:
     """A message line an operator reads as an error: ERROR/CRITICAL or "Type: message", not traceback plumbing."""
     return (level in ("ERROR", "CRITICAL") or bool(_EXC.match(msg))) and not _PLUMBING.match(msg)
@@ -49,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     atlas = load(a.atlas)
     err_total = err_hit = 0
+    own_total = own_hit = 0
     dec_total = dec_hit = 0
     case_total = case_hit = 0
     causes: Counter[str] = Counter()
@@ -66,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
                 err_total += 1
                 found_line = lookup(r.msg, engine, atlas) is not None
                 err_hit += found_line
+                if not _BELOW.search(r.msg):
+                    own_total += 1
+                    own_hit += found_line
                 if not found_line:
                     err_misses[re.sub(r"\d+", "N", r.msg)[:120]] += 1
         if not tl.attempts:
@@ -96,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"atlas: {len(atlas.entries)} entries")
     print(f"error and exception lines resolved: {pct(err_hit, err_total)}")
+    print(f"  of them not from below the engine: {pct(own_hit, own_total)}")
     print(f"decisive lines resolved:            {pct(dec_hit, dec_total)}")
     print(f"failed cases with >= 1 decisive line resolved: {pct(case_hit, case_total)}")
     print("causes of resolved decisive lines:", dict(causes.most_common()))
