@@ -61,7 +61,7 @@ def lookup_all(
         return []
     need = max(MIN_MATCHED, min(ENOUGH, int(MIN_SHARE * len(text))))
     per_entry: dict[str, tuple[Entry, list[tuple[Variant, int]]]] = {}
-    for ei, vi, matched, total in at.index.matches(text):
+    for ei, vi, matched, total in at.index_for(engine).matches(text):
         if matched >= need and (matched == total or matched >= min(PARTIAL_SHARE * total, PARTIAL_ENOUGH)):
             e = at.entry(ei)
             per_entry.setdefault(e.id, (e, []))[1].append((e.variants[vi], matched))

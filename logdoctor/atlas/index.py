@@ -17,28 +17,43 @@ Ref = tuple[int, int, int]  # (entry index, variant index, anchor index in the v
 class LiteralIndex:
     """Anchor literal -> the variants it anchors, reachable by one of the anchor's whole words."""
 
-    def __init__(self, raw_entries: list) -> None:
-        self.table: dict[str, list[Ref]] = {}
-        self.literals: dict[tuple[int, int], tuple[str, ...]] = {}
-        for ei, (_id, _eng, _kind, _exc, _lvl, _rec, variants) in enumerate(raw_entries):
-            for vi, var in enumerate(variants):
-                template = var[0]
-                lits = tuple(p for p in template if p)
+    def __init__(self, raw_entries: list, engine: str | None = None) -> None:
+        """Index the entries of `engine` (all when None): a log names its engine, so half the atlas is skipped."""
+        table: dict[str, list[Ref]] = {}
+        literals: dict[tuple[int, int], tuple[str, ...]] = {}
+        for ei, entry in enumerate(raw_entries):
+            if engine is not None and entry[1] != engine:
+                continue
+            for vi, var in enumerate(entry[6]):
+                lits = tuple([p for p in var[0] if p])
                 if not lits:
                     continue
-                self.literals[(ei, vi)] = lits
-                a = max(range(len(lits)), key=lambda i: len(lits[i]))
-                first = next((i for i, x in enumerate(lits) if len(x) >= MIN_ANCHOR), a)
-                for i in {a, first}:
-                    if len(lits[i]) >= MIN_ANCHOR:
-                        self.table.setdefault(lits[i], []).append((ei, vi, i))
+                literals[(ei, vi)] = lits
+                first = longest = None
+                for lit in lits:
+                    n = len(lit)
+                    if n >= MIN_ANCHOR:
+                        if first is None:
+                            first = lit
+                        if longest is None or n > len(longest):
+                            longest = lit
+                if first is None or longest is None:
+                    continue
+                table.setdefault(first, []).append((ei, vi, 0))
+                if longest is not first:
+                    table.setdefault(longest, []).append((ei, vi, 0))
+        self.table = table
+        self.literals = literals
         self.by_word: dict[str, list[str]] = {}
         self.loose: list[str] = []
-        for anchor in self.table:
+        for anchor in table:
             words = anchor.split(" ")
-            inner = words[1:-1]
-            if inner:
-                self.by_word.setdefault(max(inner, key=len), []).append(anchor)
+            if len(words) > 2:
+                best = words[1]
+                for w in words[2:-1]:
+                    if len(w) > len(best):
+                        best = w
+                self.by_word.setdefault(best, []).append(anchor)
             else:
                 self.loose.append(anchor)
 

@@ -39,8 +39,20 @@ class Atlas:
     versions: dict[str, tuple[str, ...]]
     sources: tuple[dict, ...]
     extractor: str
-    index: LiteralIndex
     _built: dict[int, Entry] = field(default_factory=dict, repr=False)
+    _indexes: dict[str | None, LiteralIndex] = field(default_factory=dict, repr=False)
+
+    def index_for(self, engine: str | None = None) -> LiteralIndex:
+        """The literal index of one engine's entries (all engines for None), built on first use."""
+        key = engine if engine in self.versions else None
+        got = self._indexes.get(key)
+        if got is None:
+            got = self._indexes[key] = LiteralIndex(self.raw, key)
+        return got
+
+    @property
+    def index(self) -> LiteralIndex:
+        return self.index_for(None)
 
     def __len__(self) -> int:
         return len(self.raw)
@@ -97,9 +109,7 @@ def read_document(path: Path, shipped: bool = False) -> dict:
 def parse(doc: dict, path: Path) -> Atlas:
     versions = {k: tuple(v) for k, v in doc["versions"].items()}
     raw = doc["entries"]
-    return Atlas(
-        path, raw, doc["modules"], versions, tuple(doc["sources"]), doc.get("extractor", ""), LiteralIndex(raw)
-    )
+    return Atlas(path, raw, doc["modules"], versions, tuple(doc["sources"]), doc.get("extractor", ""))
 
 
 def load(path: Path | None = None) -> Atlas:

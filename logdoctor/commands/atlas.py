@@ -23,7 +23,7 @@ def atlas() -> None:
 
 @atlas.command("lookup")
 @click.argument("text", nargs=-1, required=True)
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="prefer this engine's entries")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="only this engine's entries")
 @click.option("--all", "show_all", is_flag=True, help="every entry the text holds, best first")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--atlas", "atlas_path", type=click.Path(dir_okay=False), help="another atlas file")
