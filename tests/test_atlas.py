@@ -347,3 +347,16 @@ def test_a_log_line_holding_only_the_first_line_of_a_message_resolves():
     h = lookup("RuntimeError: Decode out of memory. Try to lower your batch size.", "sglang")
     assert h is not None and h.entry.engine == "sglang" and "Decode out of memory" in h.variant.text()
     assert lookup("RuntimeError: Decode out of", "sglang") is None  # too little of it
+
+
+def test_a_rule_that_fires_outranks_the_atlas():
+    """PRECEDENCE: the FlashAttnMLA assert is also an atlas entry (kernel_arch_mismatch), but a reviewed rule fires
+    on it and carries a fix: the rule decides, no source is cited, the atlas is not consulted."""
+    r = _cli(
+        "explain", str(ROOT / "tests" / "data" / "atlas_logs" / "vllm-flashattn-mla-device.log"), "--format", "json"
+    )
+    d = json.loads(r.stdout)
+    assert d["cause"] == "kernel_arch_mismatch" and not d["rule"].startswith("atlas:") and "source" not in d
+    assert (
+        lookup("AssertionError: FlashAttnMLA is not supported on this device", "vllm").cause == "kernel_arch_mismatch"
+    )
