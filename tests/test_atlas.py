@@ -214,6 +214,21 @@ def test_atlas_cli_bad_file_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unreadable" in r.stderr
     r = _cli("atlas", "stats", "--atlas", str(tmp_path / "missing.json.gz"))
     assert r.returncode == 2 and "missing" in r.stderr
+    odd = tmp_path / "odd.json.gz"
+    odd.write_bytes(
+        gzip.compress(
+            json.dumps({"schema": SCHEMA, "modules": [], "entries": [["x"]], "versions": {}, "sources": []}).encode()
+        )
+    )
+    r = _cli("atlas", "lookup", "--atlas", str(odd), "Decode out of memory. Try to lower your batch size.")
+    assert r.returncode == 2 and "malformed entry" in r.stderr and r.stderr.count("\n") == 1
+    # explain reaching the tier with that file: the tier is skipped, the verdict stands without it
+    r = _cli(
+        "explain",
+        str(ROOT / "tests" / "data" / "atlas_logs" / "sglang-mxfp8-blackwell.log"),
+        env={"LOGDOCTOR_ATLAS": str(odd)},
+    )
+    assert r.returncode in (1, 3) and "Traceback" not in r.stderr
 
 
 def test_atlas_stats_cli():

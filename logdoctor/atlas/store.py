@@ -47,8 +47,14 @@ class Atlas:
         key = engine if engine in self.versions else None
         got = self._indexes.get(key)
         if got is None:
-            got = self._indexes[key] = LiteralIndex(self.raw, key)
+            try:
+                got = self._indexes[key] = LiteralIndex(self.raw, key)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError) as e:
+                raise self._malformed(e) from None
         return got
+
+    def _malformed(self, e: Exception) -> AtlasError:
+        return AtlasError(f"atlas: {self.path} has a malformed entry ({type(e).__name__}: {str(e)[:120]})")
 
     @property
     def index(self) -> LiteralIndex:
@@ -60,11 +66,14 @@ class Atlas:
     def entry(self, i: int) -> Entry:
         e = self._built.get(i)
         if e is None:
-            eid, engine, kind, exc, level, rec, variants = self.raw[i]
-            vs = tuple(
-                Variant(tuple(p if p != 0 else None for p in t), self.modules[m], q, line, mask)
-                for t, m, q, line, mask in variants
-            )
+            try:
+                eid, engine, kind, exc, level, rec, variants = self.raw[i]
+                vs = tuple(
+                    Variant(tuple(p if p != 0 else None for p in t), self.modules[m], q, line, mask)
+                    for t, m, q, line, mask in variants
+                )
+            except (TypeError, ValueError, IndexError, KeyError) as err:
+                raise self._malformed(err) from None
             e = self._built[i] = Entry(eid, engine, kind, exc, level, rec or "", vs)
         return e
 
