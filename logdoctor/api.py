@@ -94,16 +94,18 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                          evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
                          actions=h.actions(), **named)
     defect = engine_defect(a)
-    if defect is not None and not strong:
+    if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
         return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
                          evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
                          actions=defect.actions(tl.engine), **named)
     v = decide(tl, a, cands, rule_set, classifier)
     listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
+    source, cited, atlas_phase = _atlas_source(v, a)
     if v.winner is None:
-        return Diagnosis(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, evidence=_unknown_evidence(a),
-                         explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT), notes=head + tail,
-                         attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
+        return Diagnosis(phase=atlas_phase or a.phase, cause=UNKNOWN, confidence=0.0, rule=None,
+                         evidence=_unknown_evidence(a), explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT),
+                         notes=head + cited + tail, attempts=_attempts(per_attempt, vi, None), candidates=listed,
+                         source=source, **common)
     win = v.winner
     base_conf = v.confidence
     carried = _from_earlier(per_attempt, vi, win)
@@ -114,7 +116,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         base_conf = min(base_conf, win.rule.confidence)
         head = head + [f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
                        f"same phase with more detail; this attempt shows only {generic}"]
-    phase = a.phase
+    phase = atlas_phase or a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
         phase = win.rule.phases[0]
@@ -135,10 +137,30 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     return Diagnosis(
         phase=phase, cause=win.cause, confidence=conf, rule=win.rule.id, title=win.rule.title,
         evidence=evidence, explanation=explanation,
-        fixes=fixes, notes=head + notes + _tried_notes(tl) + low + tail,
+        fixes=fixes, notes=head + notes + _tried_notes(tl) + low + cited + tail, source=source,
         actions=[_fill(x, vars_) for x in win.rule.actions],
         no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
         attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
+
+
+def _atlas_places(tl: Timeline, a: Attempt) -> bool:
+    """The engine's own message names a cause (the atlas tier): an assert that two features cannot be combined is a
+    rejected configuration, not a defect in the engine's code."""
+    from logdoctor.matching.decide import atlas_verdict
+    placed = atlas_verdict(tl, a)
+    return placed is not None and placed[2].cause != UNKNOWN
+
+
+def _atlas_source(v, a: Attempt) -> tuple[dict | None, list[str], str | None]:
+    """The decisive error's place in the engine's source (the atlas tier, matching/decide.py): the JSON `source`,
+    the note citing it, and its phase when the attempt's markers and frames placed none."""
+    if v.atlas is None:
+        return None, [], None
+    line, _text, hit = v.atlas
+    phase = hit.phase if a.phase_source == "none" and hit.phase != UNKNOWN else None
+    cited = v.winner is not None and v.winner.rule.id.startswith("atlas:")   # its explanation cites it already
+    note = [] if cited else [f"the decisive error (line {line}) is the engine's own message, {hit.citation()}"]
+    return {**hit.source(), "log_line": line}, note, phase
 
 
 def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, cause: str | None) -> list[dict]:

@@ -145,4 +145,4 @@ _LAZY = {"rules": ("logdoctor.commands.rules", "rules"), "eval": ("logdoctor.com
          "fix": ("logdoctor.commands.fix", "fix_cmd"), "watch": ("logdoctor.commands.watch", "watch_cmd"),
          "notify": ("logdoctor.commands.notify", "notify_cmd"),
          "triage": ("logdoctor.commands.triage", "triage_cmd"),
-         "preflight": ("logdoctor.commands.preflight", "preflight_cmd")}
+         "preflight": ("logdoctor.commands.preflight", "preflight_cmd"), "atlas": ("logdoctor.commands.atlas", "atlas")}

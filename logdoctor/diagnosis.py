@@ -60,6 +60,7 @@ class Diagnosis:
     origin: str = ""
     attempt_index: int | None = None   # which attempt of the window the verdict is about (0-based)
     history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
+    source: dict | None = None    # where the engine raises the decisive error (the atlas, docs/atlas.md); in JSON when present
 
     @property
     def exit_code(self) -> int:
@@ -93,4 +94,5 @@ class Diagnosis:
             "window": dict(self.window),
             "notes": list(self.notes),
             **({"history": dict(self.history)} if self.history is not None else {}),
+            **({"source": dict(self.source)} if self.source is not None else {}),
         }

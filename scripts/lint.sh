@@ -21,7 +21,10 @@ FORMATTED=(
   logdoctor/catalogues/resolve.py tools/catalogues/__init__.py tools/catalogues/annotations.py
   tools/catalogues/build.py tests/test_catalogues.py
   logdoctor/atomic.py tests/test_outputs.py tests/test_fix_trust.py
+  logdoctor/atlas/__init__.py logdoctor/atlas/model.py logdoctor/atlas/store.py logdoctor/atlas/index.py
+  logdoctor/atlas/phases.py logdoctor/atlas/causes.py logdoctor/atlas/tier.py logdoctor/commands/atlas.py
+  tools/atlas/build.py tools/atlas/coverage.py tests/test_atlas.py
 )
-"$PY" -m ruff check logdoctor tests bench scripts fuzz
+"$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"
 "$PY" -m mypy

@@ -25,7 +25,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
         "catalogues",
     ),
     ("formats", "sources", "engines", "read", "stream", "blocks", "corpus", "history", "hints"),
-    ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects"),
+    ("levers", "config", "timeline", "attempts", "decisive", "serving", "defects", "atlas"),
     ("matching", "classify", "unitfile"),
     ("remedy", "api", "crossattempt", "calibration"),
     ("render", "evaluation", "notify", "watching", "triage", "preflight"),

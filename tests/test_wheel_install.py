@@ -54,7 +54,7 @@ def _venv(base: Path, name: str, spec: str) -> Path:
 def test_wheel_carries_rules_schemas_and_model(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert len([n for n in names if n.startswith("logdoctor/data/rules/") and n.endswith(".yaml")]) == N_RULES
-    for need in ("logdoctor/data/classifier.json", "logdoctor/schemas/rule.schema.json",
+    for need in ("logdoctor/data/classifier.json", "logdoctor/data/atlas.json.gz", "logdoctor/schemas/rule.schema.json",
                  "logdoctor/schemas/diagnosis.schema.json"):
         assert need in names
 

@@ -1,4 +1,5 @@
-"""The verdict, in one place: how rule candidates score, how sure the winner is, how the classifier joins in, which
+"""The verdict, in one place: the precedence of what may name a cause (PRECEDENCE: reviewed rules, then the atlas of
+the engines' own messages, then the classifier), how rule candidates score, how sure the winner is, how the classifier joins in, which
 causes are reported as alternatives, and when the answer is "unknown". Every number is a named constant here.
 
 1. Rules score (`rank.candidates`): TIER_POINTS of the rule's precedence tier (vocab.TIERS) + LEAF_POINTS per leaf
@@ -15,6 +16,9 @@ causes are reported as alternatives, and when the answer is "unknown". Every num
    up to MAX_ALTERNATIVES other causes, a rule's at ALTERNATIVE_FACTOR x its confidence x its score share,
    clipped to [ALTERNATIVE_MIN, ALTERNATIVE_MAX]. A healthy attempt is reported with HEALTHY_READY_CONFIDENCE when
    the service said it was ready, else HEALTHY_QUIET_CONFIDENCE.
+5. The atlas (`atlas_verdict`, logdoctor/atlas/): when no rule fired, the decisive error resolved to the engine's
+   own message names the cause at ATLAS_CONFIDENCE when the concept lexicon places it, ahead of the classifier; a
+   message it cannot place keeps the verdict to the classifier (or "unknown") and still gives its phase and source.
 """
 
 from __future__ import annotations
@@ -25,10 +29,17 @@ from typing import TYPE_CHECKING
 from logdoctor.vocab import TIER_NAMES
 
 if TYPE_CHECKING:
+    from logdoctor.atlas.model import AtlasHit
     from logdoctor.classify.runtime import Classifier
     from logdoctor.matching.loader import Rule
     from logdoctor.matching.rank import Candidate
     from logdoctor.timeline import Attempt, Timeline
+
+# 0. precedence (docs/rules.md "Precedence"): who may name the cause, most specific first. Rules are reviewed and
+# carry fixes; the atlas reads the engine's own message (its source, its words) but proposes no flag change; the
+# classifier generalises from labelled logs. A later tier speaks only where the earlier ones did not.
+PRECEDENCE = ("rules", "atlas", "classifier")
+ATLAS_CONFIDENCE = 0.7  # the lexicon reads words of the engine's message: below a reviewed rule's 0.75-0.93
 
 # 1. scoring
 TIER_STEP = 40.0  # bundled rules match 1-4 leaves: specificity + position add at most 11 points, never a tier
@@ -173,12 +184,23 @@ class Verdict:
     alternatives: tuple[Alternative, ...] = ()
     classifier: tuple[tuple[str, float], ...] = ()  # the classifier's top causes (for -v), empty without one
     ranked: tuple[Candidate, ...] = field(default=(), repr=False)
+    atlas: tuple[int, str, AtlasHit] | None = None  # (line, text, hit): the decisive error's engine message
 
 
 def decide(
-    tl: Timeline, attempt: Attempt, cands: list[Candidate], rule_set: list[Rule], classifier: Classifier | None = None
+    tl: Timeline,
+    attempt: Attempt,
+    cands: list[Candidate],
+    rule_set: list[Rule],
+    classifier: Classifier | None = None,
+    atlas: bool = True,
 ) -> Verdict:
-    """Rule candidates (+ the classifier, if any) -> the winner, its confidence and the alternatives (4.)."""
+    """Rule candidates (+ the atlas, + the classifier, if any) -> the winner, its confidence and the alternatives
+    (PRECEDENCE; 4. and 5.)."""
+    placed = atlas_verdict(tl, attempt) if atlas and not cands else None
+    if placed is not None and placed[2].cause != "unknown":
+        win = atlas_candidate(*placed)
+        return Verdict(win, ATLAS_CONFIDENCE, (), (), (win,), atlas=placed)
     scored = cands
     shown: tuple[tuple[str, float], ...] = ()
     if classifier is not None:
@@ -187,9 +209,46 @@ def decide(
         shown = tuple((c, round(p, 3)) for c, p in sorted(probs.items(), key=lambda kv: -kv[1])[:CLASSIFIER_SHOWN])
     conf = confidence(scored)
     if not scored or conf < MIN_CONFIDENCE:
-        return Verdict(None, 0.0, (), shown, tuple(scored))
+        return Verdict(None, 0.0, (), shown, tuple(scored), atlas=placed)
     win = scored[0]
-    return Verdict(win, conf, tuple(_alternatives(win, scored[1:])), shown, tuple(scored))
+    return Verdict(win, conf, tuple(_alternatives(win, scored[1:])), shown, tuple(scored), atlas=placed)
+
+
+def atlas_verdict(tl: Timeline, attempt: Attempt) -> tuple[int, str, AtlasHit] | None:
+    """The atlas tier (5.): the decisive error resolved to the engine's own message (logdoctor/atlas/tier.py)."""
+    from logdoctor.atlas.tier import decisive_hit
+
+    return decisive_hit(attempt, tl.engine if tl.engine != "unknown" else None, tl.engine_version)
+
+
+def atlas_candidate(line: int, text: str, hit: AtlasHit) -> Candidate:
+    """A candidate for the cause the atlas placed: no flag change (the lexicon knows the mechanism, not the lever)."""
+    from logdoctor.matching.conditions import Hit
+    from logdoctor.matching.loader import Rule
+    from logdoctor.matching.rank import Candidate
+    from logdoctor.vocab import CAUSE_TITLES
+
+    title = CAUSE_TITLES.get(hit.cause, hit.cause)
+    quoted = hit.variant.text()
+    explain = (
+        f'No rule matches this failure. The decisive error is the engine\'s own message "{quoted}", '
+        f"{hit.citation()}; its words place it as {hit.cause}: {title}. No flag change is proposed: read the "
+        "check at that line for the argument or component it names."
+    )
+    rule = Rule(
+        id=f"atlas:{hit.entry.id}",
+        cause=hit.cause,
+        title=title,
+        engines=(hit.entry.engine,),
+        match={},
+        tier="specific",
+        confidence=ATLAS_CONFIDENCE,
+        phases=(hit.phase,) if hit.phase != "unknown" else (),
+        explain=explain.replace("{", "{{").replace("}", "}}"),
+        actions=[f"read {hit.variant.module}:{hit.variant.line} ({hit.variant.qualname}) in {hit.version_range()}"],
+        no_flag_change=False,
+    )
+    return Candidate(rule, Hit(evidence=[(line, text)]), 0.0, confidence=ATLAS_CONFIDENCE)
 
 
 def _alternatives(win: Candidate, rest: list[Candidate]) -> list[Alternative]:

@@ -269,6 +269,24 @@ def diagnosis_schema() -> dict[str, Any]:
                     },
                 },
             },
+            "source": {
+                "description": "optional: where the engine raises or logs the decisive error, from the atlas of its "
+                "released sources (docs/atlas.md)",
+                "type": "object",
+                "required": ["atlas_id", "engine", "module", "line", "function", "versions", "log_line"],
+                "properties": {
+                    "atlas_id": {"type": "string"},
+                    "engine": {"type": "string"},
+                    "module": {"type": "string"},
+                    "line": {"type": "integer", "minimum": 0},
+                    "function": {"type": "string"},
+                    "exception": nullable_str,
+                    "level": nullable_str,
+                    "versions": {"type": "array", "items": {"type": "string"}},
+                    "recoverable": {"type": "boolean"},
+                    "log_line": {"type": "integer", "minimum": 0},
+                },
+            },
             "watch": {
                 "description": "optional: `logdoctor watch --format json` only",
                 "type": "object",
