@@ -18,7 +18,7 @@ from typing import Any
 
 from logdoctor.errors import InputError, MissingExtra
 from logdoctor.history import spool
-from logdoctor.history.store import MIGRATIONS, SCHEMA_VERSION, History, busy_ms, check_columns
+from logdoctor.history.store import MIGRATIONS, SCHEMA_VERSION, History, busy_ms, check_columns, default_spec
 
 CONNECT_TIMEOUT_S = 5  # $LOGDOCTOR_HISTORY_CONNECT_TIMEOUT overrides it
 SERIALIZATION_RETRIES = 30
@@ -46,7 +46,7 @@ class PostgresStore(History):
 
     def __init__(self, spec: str | os.PathLike[str] | None = None, **kw: Any) -> None:
         super().__init__(spec)
-        self.url = str(spec)
+        self.url = str(spec if spec is not None else default_spec())
         self.describe = spool.redact(self.url)
         self.conn: Any = None
         self.offline: History | None = None
@@ -106,17 +106,23 @@ class PostgresStore(History):
                 raise InputError(
                     f"{self.describe} was written by a newer logdoctor (schema {version} > {SCHEMA_VERSION})"
                 )
+            if version:
+                check_columns(self._columns(), self.describe, version)
             for step in range(version, SCHEMA_VERSION):
                 for stmt in MIGRATIONS[step]:
                     self.conn.execute(_pg_ddl(stmt))
             if version != SCHEMA_VERSION:
                 self.conn.execute("DELETE FROM logdoctor_schema")
                 self.conn.execute("INSERT INTO logdoctor_schema (version) VALUES (%s)", [SCHEMA_VERSION])
-            cols = self.conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'attempts' "
-                "AND table_schema = current_schema()"
-            ).fetchall()
-        check_columns({c[0] for c in cols}, self.describe)
+            cols = self._columns()
+        check_columns(cols, self.describe)
+
+    def _columns(self) -> set[str]:
+        got = self.conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'attempts' "
+            "AND table_schema = current_schema()"
+        ).fetchall()
+        return {c[0] for c in got}
 
     # -- primitives: the server while it answers, the spool after it stops -----------------------------------------
 

@@ -90,7 +90,7 @@ class SQLiteStore(History):
         """Refuse what cannot be a database file, in words (not SQLite's "cannot rollback" or errno 17)."""
         try:
             st = self.path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             st = None
         except OSError as e:
             raise InputError(f"cannot open the history database {self.path}: {e.strerror or e}") from None
@@ -135,9 +135,17 @@ class SQLiteStore(History):
 
     def _refuse_foreign(self) -> None:
         """user_version 0 with tables of its own: another program's database, never migrated (F20)."""
-        if self.db.execute("PRAGMA user_version").fetchone()[0]:
+        nested = self.db.in_transaction
+        if not nested:
+            self.db.execute("BEGIN")  # one snapshot: another process may be migrating a new file right now
+        try:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            tables = [t[0] for t in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        finally:
+            if not nested:
+                self.db.execute("COMMIT")
+        if version:
             return
-        tables = [t[0] for t in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         if tables:
             shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
             raise InputError(
@@ -171,6 +179,8 @@ class SQLiteStore(History):
             version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
             if version == 0:
                 self._refuse_foreign()
+            else:
+                check_columns({t[1] for t in self.db.execute("PRAGMA table_info(attempts)")}, str(self.path), version)
             for step in range(version, SCHEMA_VERSION):
                 for stmt in MIGRATIONS[step]:
                     self.db.execute(stmt)

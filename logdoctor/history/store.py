@@ -537,12 +537,13 @@ class History:
         return out
 
 
-def check_columns(present: set[str], where: str) -> None:
-    """A database at our schema version whose attempts table lacks our columns is not ours to use."""
+def check_columns(present: set[str], where: str, version: int = SCHEMA_VERSION) -> None:
+    """A database at a version of ours whose attempts table lacks that version's columns is not ours to use (checked
+    before a migration touches it, and after)."""
     if not present:
         raise InputError(f"{where} is not a logdoctor history database (no attempts table); move it away or pass "
                          "--history PATH / --no-history")
-    gone = [c for c in COLUMNS if c not in present]
+    gone = [c for c in COLUMNS if c not in present and (version >= 2 or c != "updated")]
     if gone:
         raise InputError(f"{where} is not a logdoctor history database (its attempts table lacks "
                          f"{', '.join(gone)}); move it away or pass --history PATH / --no-history")
