@@ -384,3 +384,25 @@ def test_untimed_attempts_with_one_beginning_get_two_rows(tmp_path):
     with History(db) as h:
         rows = h.query()
     assert len(rows) == 2 and {r.cause for r in rows} == set(causes)
+
+
+# ------------------------------------------------------------------------------ watch: a unit that does not exist
+
+
+def test_watch_on_an_unknown_unit_exits_2_at_once(tmp_path):
+    """Newcomer problem 8: a misspelled unit (no journal entries, no unit file) is a usage error now, not a 900 s
+    wait that ends in 'timed out'."""
+    pytest.importorskip("systemd")
+    from hookstory import entries_from_short
+    from journal_export import journal_remote, make_journal
+
+    if journal_remote() is None:
+        pytest.skip("systemd-journal-remote is not installed")
+    journal = make_journal(entries_from_short(seed("seed-attempt1-kv-oom"), unit=UNIT, host="ct100"),
+                           tmp_path / "w.journal")
+    t0 = time.monotonic()
+    p = cli("watch", "nosuch", "--journal-file", journal, "--timeout", "60", "--no-history")
+    assert p.returncode == 2 and time.monotonic() - t0 < 20
+    assert p.stderr.strip() == "logdoctor: no journal entries and no unit file for nosuch.service: is the name right?"
+    p = cli("watch", "sglang-qwen", "--journal-file", journal, "--timeout", "20", "--no-history")
+    assert p.returncode == 1 and "kv_cache_oom" in p.stdout, p.stderr      # the real name is followed as before
