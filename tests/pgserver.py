@@ -72,8 +72,18 @@ class PgCluster:
         c = cls(root, bindir)
         c._run("mkdir", "-p", str(c.sock))
         c._run(
-            str(bindir / "initdb"), "-D", str(c.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8",
-            "--locale", "C",
+            str(bindir / "initdb"),
+            "-D",
+            str(c.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale",
+            "C",
         )
         c.start_again()
         return c

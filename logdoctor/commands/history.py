@@ -78,7 +78,9 @@ def _open(ctx):
 
 
 def _cells(r) -> dict:
-    return {c: (_fix_text(r.fix) if c == "fix" else (r.key[:12] if c == "key" else getattr(r, c))) for c in LIST_COLUMNS}
+    return {
+        c: (_fix_text(r.fix) if c == "fix" else (r.key[:12] if c == "key" else getattr(r, c))) for c in LIST_COLUMNS
+    }
 
 
 @click.group(invoke_without_command=True)

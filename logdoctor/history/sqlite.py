@@ -69,8 +69,7 @@ class SQLiteStore(History):
             self.db.close()
             if _transient(e):
                 raise HistoryUnavailable(
-                    f"the history database {self.path} is locked by another process (waited "
-                    f"{self.busy_ms / 1000:g} s)"
+                    f"the history database {self.path} is locked by another process (waited {self.busy_ms / 1000:g} s)"
                 ) from None
             if _no_space(e):
                 raise HistoryUnavailable(
@@ -140,7 +139,9 @@ class SQLiteStore(History):
             self.db.execute("BEGIN")  # one snapshot: another process may be migrating a new file right now
         try:
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            tables = [t[0] for t in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+            tables = [
+                t[0] for t in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            ]
         finally:
             if not nested:
                 self.db.execute("COMMIT")

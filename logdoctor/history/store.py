@@ -93,7 +93,7 @@ COLUMNS = (
     "recorded",
     "updated",
 )
-_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM attempts"
+_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM attempts"  # noqa: S608 - fixed column names and ? placeholders; values are bound
 _ORDER = " ORDER BY started, recorded, key"
 _ORDER_DESC = " ORDER BY started DESC, recorded DESC, key DESC"
 
@@ -205,7 +205,7 @@ def row_values(r: AttemptRow, recorded: float, updated: float) -> tuple:
 # one upsert for both stores: a re-diagnosis updates what it learned and keeps the fix suggested earlier when this
 # run has none (an earlier attempt of a window gets no fix plan of its own); `recorded` stays the first time
 UPSERT = (
-    "INSERT INTO attempts (" + ", ".join(COLUMNS) + ") VALUES (" + ", ".join("?" * len(COLUMNS)) + ") "
+    "INSERT INTO attempts (" + ", ".join(COLUMNS) + ") VALUES (" + ", ".join("?" * len(COLUMNS)) + ") "  # noqa: S608 - fixed column names and ? placeholders; values are bound
     "ON CONFLICT (key) DO UPDATE SET engine = COALESCE(excluded.engine, attempts.engine), "
     "engine_version = COALESCE(excluded.engine_version, attempts.engine_version), "
     "model = COALESCE(excluded.model, attempts.model), config = excluded.config, phase = excluded.phase, "
@@ -383,7 +383,9 @@ class History:
     ) -> list[AttemptRow]:
         """Attempts matching the filters, oldest first (by start time, then by when they were recorded); with
         `limit`, the first `limit` of them. Prefer iter_rows() or page() for listings that may be long."""
-        return list(self.iter_rows(host=host, unit=unit, model=model, outcome=outcome, key=key, since=since, limit=limit))
+        return list(
+            self.iter_rows(host=host, unit=unit, model=model, outcome=outcome, key=key, since=since, limit=limit)
+        )
 
     def iter_rows(
         self,
@@ -422,9 +424,7 @@ class History:
         sql = _sql(_SELECT, where) + _ORDER_DESC + " LIMIT ? OFFSET ?"
         return [row_from(t) for t in reversed(self._rows(sql, [*args, int(limit), int(offset)]))]
 
-    def count(
-        self, *, host: str | None = None, unit: str | None = None, since: float | None = None
-    ) -> int:
+    def count(self, *, host: str | None = None, unit: str | None = None, since: float | None = None) -> int:
         where, args = _where(host=host, unit=unit, since=since)
         return int(self._scalar(_sql("SELECT COUNT(*) FROM attempts", where), args) or 0)
 
@@ -466,7 +466,7 @@ class History:
         if started_before:
             where.append("started < ?")
             args.append(started_before)
-        inner = _sql("SELECT config FROM attempts", where) + _ORDER_DESC + " LIMIT ?"
+        inner = _sql("SELECT config FROM attempts", where) + _ORDER_DESC + " LIMIT ?"  # noqa: S608 - fixed column names and ? placeholders; values are bound
         sql = f"SELECT DISTINCT config FROM ({inner}) AS latest"  # noqa: S608 - built from fixed text above
         return [json.loads(t[0] or "{}") for t in self._rows(sql, [*args, int(limit)])]
 
@@ -488,7 +488,7 @@ class History:
         if rule is not None:
             where.insert(1, "rule = ?")
             args.insert(1, rule)
-        sql = _sql("SELECT DISTINCT host FROM attempts", where) + " ORDER BY host LIMIT ?"
+        sql = _sql("SELECT DISTINCT host FROM attempts", where) + " ORDER BY host LIMIT ?"  # noqa: S608 - fixed column names and ? placeholders; values are bound
         return [t[0] for t in self._rows(sql, [*args, int(limit)])]
 
     def hosts(self, *, since: float | None = None, recent: int = HOST_RECENT) -> list[HostSummary]:
@@ -541,12 +541,16 @@ def check_columns(present: set[str], where: str, version: int = SCHEMA_VERSION) 
     """A database at a version of ours whose attempts table lacks that version's columns is not ours to use (checked
     before a migration touches it, and after)."""
     if not present:
-        raise InputError(f"{where} is not a logdoctor history database (no attempts table); move it away or pass "
-                         "--history PATH / --no-history")
+        raise InputError(
+            f"{where} is not a logdoctor history database (no attempts table); move it away or pass "
+            "--history PATH / --no-history"
+        )
     gone = [c for c in COLUMNS if c not in present and (version >= 2 or c != "updated")]
     if gone:
-        raise InputError(f"{where} is not a logdoctor history database (its attempts table lacks "
-                         f"{', '.join(gone)}); move it away or pass --history PATH / --no-history")
+        raise InputError(
+            f"{where} is not a logdoctor history database (its attempts table lacks "
+            f"{', '.join(gone)}); move it away or pass --history PATH / --no-history"
+        )
 
 
 def open_history(history: object) -> History | None:
