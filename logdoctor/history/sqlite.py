@@ -133,7 +133,8 @@ class SQLiteStore(History):
         return False
 
     def _refuse_foreign(self) -> None:
-        """user_version 0 with tables of its own: another program's database, never migrated (F20)."""
+        """Before anything is written: user_version 0 with tables of its own is another program's database, never
+        migrated (F20); a version of ours must have its attempts table and columns (F14)."""
         nested = self.db.in_transaction
         if not nested:
             self.db.execute("BEGIN")  # one snapshot: another process may be migrating a new file right now
@@ -146,6 +147,9 @@ class SQLiteStore(History):
             if not nested:
                 self.db.execute("COMMIT")
         if version:
+            if version <= SCHEMA_VERSION:  # ours: its table must be there before anything (WAL, migrations) is written
+                cols = {t[1] for t in self.db.execute("PRAGMA table_info(attempts)")}
+                check_columns(cols, str(self.path), version)
             return
         if tables:
             shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
