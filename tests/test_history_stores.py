@@ -281,7 +281,7 @@ def test_unreachable_server_spools_and_the_next_run_replays(cluster, tmp_path, m
         assert (rc, doc["cause"]) == (1, "kv_cache_oom")
         assert len(err.strip().splitlines()) == 1 and "spooled" in err
         p = cli("history", "sync")
-        assert p.returncode == 2 and "1 attempts stay spooled" in p.stderr
+        assert p.returncode == 2 and "1 attempt stays spooled" in p.stderr
     finally:
         cluster.start_again()
     rc, doc, err = explain_json(a2)                    # reaches the server: the spool goes first

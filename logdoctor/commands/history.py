@@ -251,9 +251,10 @@ def sync(ctx):
             click.echo(f"nothing to sync: {h.describe} is a local SQLite file")
             return
         if getattr(h, "offline", None) is not None:
+            n = spool.pending(url)
             raise InputError(
-                f"the history server {h.describe} cannot be reached; {spool.pending(url)} attempts stay spooled "
-                f"in {spool.spool_path(url)}"
+                f"the history server {h.describe} cannot be reached; {n} attempt{' stays' if n == 1 else 's stay'} "
+                f"spooled in {spool.spool_path(url)}"
             )
         n = h.replayed + h.sync()
     click.echo(f"replayed {n} spooled attempt{'s' if n != 1 else ''} to {h.describe}")
