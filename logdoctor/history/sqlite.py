@@ -143,9 +143,12 @@ class SQLiteStore(History):
             tables = [
                 t[0] for t in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
             ]
-        finally:
-            if not nested:
-                self.db.execute("COMMIT")
+        except BaseException:
+            if not nested and self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise  # the read's own error (a full disk, a lock), not a later "no transaction is active"
+        if not nested and self.db.in_transaction:
+            self.db.execute("COMMIT")
         if version:
             if version <= SCHEMA_VERSION:  # ours: its table must be there before anything (WAL, migrations) is written
                 cols = {t[1] for t in self.db.execute("PRAGMA table_info(attempts)")}
