@@ -14,7 +14,8 @@ FORMATTED=(
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
   logdoctor/history/__init__.py logdoctor/history/store.py logdoctor/history/sqlite.py logdoctor/history/postgres.py
-  logdoctor/history/spool.py logdoctor/commands/history.py tests/pgserver.py
+  logdoctor/history/spool.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
+  tests/test_history_trust.py tests/test_live_journal.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -91,11 +91,31 @@ def test_record_is_idempotent_and_updates_in_place(spec):
     with History(spec) as h:
         row = AttemptRow(key="k1", host="ct100", unit="u.service", outcome="in_progress", phase="weight_load")
         assert h.record([row]) == 1
-        row2 = AttemptRow(key="k1", host="ct100", unit="u.service", outcome="failed", phase="memory_pool",
-                          cause="kv_cache_oom", fix={"lever": "mem_fraction", "to": 0.92})
+        row2 = AttemptRow(
+            key="k1",
+            host="ct100",
+            unit="u.service",
+            outcome="failed",
+            phase="memory_pool",
+            cause="kv_cache_oom",
+            fix={"lever": "mem_fraction", "to": 0.92},
+        )
         assert h.record([row2]) == 0
-        assert h.record([AttemptRow(key="k1", host="ct100", unit="u.service", outcome="failed",
-                                    phase="memory_pool", cause="kv_cache_oom")]) == 0
+        assert (
+            h.record(
+                [
+                    AttemptRow(
+                        key="k1",
+                        host="ct100",
+                        unit="u.service",
+                        outcome="failed",
+                        phase="memory_pool",
+                        cause="kv_cache_oom",
+                    )
+                ]
+            )
+            == 0
+        )
         [r] = h.query()
         assert (r.outcome, r.phase, r.fix) == ("failed", "memory_pool", {"lever": "mem_fraction", "to": 0.92})
         assert r.started is None and r.updated >= r.recorded
@@ -112,12 +132,23 @@ def test_values_are_parameters_not_sql(spec):
 def test_bounded_questions(spec):
     """The reasoning's questions return bounded answers from a long history: the latest attempts here (before the
     current one), distinct tried configs, ready attempts elsewhere, and the hosts with a verdict."""
-    rows = [AttemptRow(key=f"a{i:04d}", host="ct100", unit=UNIT, outcome="failed", cause="kv_cache_oom",
-                       started=f"2026-05-22T10:{i // 60:02d}:{i % 60:02d}", config={"mem_fraction": (0.8, 0.81, 0.82)[i % 3]})
-            for i in range(300)]
+    rows = [
+        AttemptRow(
+            key=f"a{i:04d}",
+            host="ct100",
+            unit=UNIT,
+            outcome="failed",
+            cause="kv_cache_oom",
+            started=f"2026-05-22T10:{i // 60:02d}:{i % 60:02d}",
+            config={"mem_fraction": (0.8, 0.81, 0.82)[i % 3]},
+        )
+        for i in range(300)
+    ]
     rows += [AttemptRow(key=f"b{i}", host=f"ct2{i:02d}", unit=UNIT, outcome="ready", config={}) for i in range(5)]
-    rows += [AttemptRow(key=f"c{i}", host=f"gpu{i}", unit=UNIT, outcome="failed", cause="hardware_fault",
-                        rule="any.gpu.xid") for i in range(3)]
+    rows += [
+        AttemptRow(key=f"c{i}", host=f"gpu{i}", unit=UNIT, outcome="failed", cause="hardware_fault", rule="any.gpu.xid")
+        for i in range(3)
+    ]
     with History(spec) as h:
         h.record(rows)
         here = h.recent_here("ct100", UNIT, started_before="2026-05-22T10:04:10", limit=10)
@@ -134,13 +165,17 @@ def test_bounded_questions(spec):
 
 def test_forget_refuses_empty_or_wildcard_keys(spec):
     with History(spec) as h:
-        h.record([AttemptRow(key=f"c0ffee00{i:02d}" + "0" * 22, host="ct100", unit=UNIT, outcome="failed")
-                  for i in range(20)])
+        h.record(
+            [
+                AttemptRow(key=f"c0ffee00{i:02d}" + "0" * 22, host="ct100", unit=UNIT, outcome="failed")
+                for i in range(20)
+            ]
+        )
     for key in ("", "   ", "%", "_", "0000"):
         p = cli("history", "forget", "--key", key)
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (key, p.stderr)
         assert "key" in p.stderr and "URL" not in p.stderr, p.stderr
-    p = cli("history", "forget", "--key", "c0ffee00")           # a prefix that names 20 attempts
+    p = cli("history", "forget", "--key", "c0ffee00")  # a prefix that names 20 attempts
     assert p.returncode == 2 and "more than one" in p.stderr
     assert cli("history", "forget", "--key", "c0ffee0019").stdout.strip() == "forgot 1 attempt"
     assert cli("history", "forget", "--key", "c0ffee0018" + "0" * 22).stdout.strip() == "forgot 1 attempt"
@@ -151,22 +186,40 @@ def test_forget_refuses_empty_or_wildcard_keys(spec):
 
 def test_listing_is_paged_and_filtered(spec):
     with History(spec) as h:
-        h.record([AttemptRow(key=f"k{i:03d}", host="ct100" if i % 2 else "ct200", unit=UNIT, outcome="failed",
-                             started=f"2026-05-22T11:{i // 60:02d}:{i % 60:02d}") for i in range(120)])
+        h.record(
+            [
+                AttemptRow(
+                    key=f"k{i:03d}",
+                    host="ct100" if i % 2 else "ct200",
+                    unit=UNIT,
+                    outcome="failed",
+                    started=f"2026-05-22T11:{i // 60:02d}:{i % 60:02d}",
+                )
+                for i in range(120)
+            ]
+        )
     p = cli("history")
     lines = p.stdout.splitlines()
     assert len(lines) == 51 and lines[-1].startswith("k119") and "showing 50 of 120" in p.stderr
     p = cli("history", "--limit", "3", "--offset", "2", "--format", "json")
     assert [r["key"] for r in json.loads(p.stdout)["attempts"]] == ["k115", "k116", "k117"]
     doc = json.loads(cli("history", "--host", "ct100", "--format", "json").stdout)
-    assert len(doc["attempts"]) == 60                           # json streams every match
+    assert len(doc["attempts"]) == 60  # json streams every match
     assert json.loads(cli("history", "--since", "tomorrow", "--format", "json").stdout)["attempts"] == []
     assert len(json.loads(cli("history", "--since", "-1h", "--format", "json").stdout)["attempts"]) == 120
 
 
 def test_four_processes_of_500_attempts_lose_nothing(spec):
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, spec, tag, "500", "0"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT) for tag in "abcd"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, spec, tag, "500", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for tag in "abcd"
+    ]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0 and out.strip() == "done 500", err
@@ -184,10 +237,12 @@ def _story(tmp_path) -> list[dict]:
     that only the history escalates it): the verdicts, as explain --format json prints them."""
     from test_hook_story import attempt3_without_xid
 
-    logs = {"ct200-ok": healthy_on("ct200"),
-            "a1": seed("seed-attempt1-kv-oom").replace("h200-qwen-03", "ct100"),
-            "a2": seed("seed-attempt2-capture-unsafe").replace("h200-qwen-03", "ct100"),
-            "a3": attempt3_without_xid().replace("h200-qwen-03", "ct100")}
+    logs = {
+        "ct200-ok": healthy_on("ct200"),
+        "a1": seed("seed-attempt1-kv-oom").replace("h200-qwen-03", "ct100"),
+        "a2": seed("seed-attempt2-capture-unsafe").replace("h200-qwen-03", "ct100"),
+        "a3": attempt3_without_xid().replace("h200-qwen-03", "ct100"),
+    }
     docs = []
     for name, text in logs.items():
         f = tmp_path / f"{name}.log"
@@ -197,8 +252,21 @@ def _story(tmp_path) -> list[dict]:
 
 
 def _verdict(d: dict) -> dict:
-    return {k: d.get(k) for k in ("failed", "cause", "rule", "phase", "confidence", "fixes", "actions", "notes",
-                                  "history", "alternatives")}
+    return {
+        k: d.get(k)
+        for k in (
+            "failed",
+            "cause",
+            "rule",
+            "phase",
+            "confidence",
+            "fixes",
+            "actions",
+            "notes",
+            "history",
+            "alternatives",
+        )
+    }
 
 
 def test_two_host_story_gives_the_same_verdicts_on_both_stores(tmp_path, monkeypatch, request):
@@ -215,8 +283,11 @@ def test_two_host_story_gives_the_same_verdicts_on_both_stores(tmp_path, monkeyp
         runs[kind] = [_verdict(d) for d in _story(tmp_path / kind)]
         rows = json.loads(cli("history", "--format", "json").stdout)["attempts"]
         assert [(r["host"], r["outcome"], r["cause"]) for r in rows] == [
-            ("ct200", "ready", None), ("ct100", "failed", "kv_cache_oom"), ("ct100", "failed", "graph_capture_fault"),
-            ("ct100", "failed", "hardware_fault")]
+            ("ct200", "ready", None),
+            ("ct100", "failed", "kv_cache_oom"),
+            ("ct100", "failed", "graph_capture_fault"),
+            ("ct100", "failed", "hardware_fault"),
+        ]
         hosts = {h["host"]: h for h in json.loads(cli("history", "hosts", "--format", "json").stdout)["hosts"]}
         assert (hosts["ct100"]["attempts"], hosts["ct100"]["failures"], hosts["ct100"]["suspect"]) == (3, 3, True)
         assert hosts["ct100"]["hardware_rule"] == "history.same-host-regression"
@@ -237,13 +308,34 @@ def test_circuit_breaker_on_the_same_hardware_verdict_across_hosts(spec, tmp_pat
     _, alone, _ = explain_json(log, "--no-history")
     assert alone["cause"] == "hardware_fault"
     with History(spec) as h:
-        h.record([AttemptRow(key=f"hw{i}", host=f"gpu-node-{i}", unit=UNIT, outcome="failed", cause="hardware_fault",
-                             rule=alone["rule"]) for i in range(2)])
-    _, d, _ = explain_json(log)                       # 3 hosts with it: below the breaker's 4
+        h.record(
+            [
+                AttemptRow(
+                    key=f"hw{i}",
+                    host=f"gpu-node-{i}",
+                    unit=UNIT,
+                    outcome="failed",
+                    cause="hardware_fault",
+                    rule=alone["rule"],
+                )
+                for i in range(2)
+            ]
+        )
+    _, d, _ = explain_json(log)  # 3 hosts with it: below the breaker's 4
     assert d["confidence"] == alone["confidence"] and d["history"]["fleet"] is None
     with History(spec) as h:
-        h.record([AttemptRow(key="hw9", host="gpu-node-9", unit=UNIT, outcome="failed", cause="hardware_fault",
-                             rule=alone["rule"])])
+        h.record(
+            [
+                AttemptRow(
+                    key="hw9",
+                    host="gpu-node-9",
+                    unit=UNIT,
+                    outcome="failed",
+                    cause="hardware_fault",
+                    rule=alone["rule"],
+                )
+            ]
+        )
     _, d, _ = explain_json(log)
     assert d["cause"] == "hardware_fault" and d["confidence"] <= 0.5
     assert d["history"]["fleet"]["hosts"] == ["gpu-node-0", "gpu-node-1", "gpu-node-9", "h200-qwen-03"]
@@ -284,9 +376,9 @@ def test_unreachable_server_spools_and_the_next_run_replays(cluster, tmp_path, m
         assert p.returncode == 2 and "1 attempt stays spooled" in p.stderr
     finally:
         cluster.start_again()
-    rc, doc, err = explain_json(a2)                    # reaches the server: the spool goes first
+    rc, doc, err = explain_json(a2)  # reaches the server: the spool goes first
     assert err == "" and doc["cause"] == "graph_capture_fault"
-    assert doc["history"]["attempts_here"] == 1        # attempt 1, replayed, is known
+    assert doc["history"]["attempts_here"] == 1  # attempt 1, replayed, is known
     got = cluster.rows(url, "SELECT cause FROM attempts ORDER BY started")
     assert got == [("kv_cache_oom",), ("graph_capture_fault",)]
     assert cli("history", "sync").stdout.strip().startswith("replayed 0 spooled attempts")
@@ -296,14 +388,22 @@ def test_killing_the_server_mid_run_loses_nothing(cluster, tmp_path, monkeypatch
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("LOGDOCTOR_HISTORY_CONNECT_TIMEOUT", "2")
     url = cluster.new_database()
-    History(url).close()                               # the schema, before the writers race to it
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, url, tag, "150", "0.01"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT) for tag in "ab"]
+    History(url).close()  # the schema, before the writers race to it
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, url, tag, "150", "0.01"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for tag in "ab"
+    ]
     try:
         deadline = time.monotonic() + 60
         while cluster.rows(url, "SELECT COUNT(*) FROM attempts")[0][0] < 20 and time.monotonic() < deadline:
             time.sleep(0.05)
-        cluster.stop("immediate")                      # as a crash: no shutdown checkpoint, connections cut
+        cluster.stop("immediate")  # as a crash: no shutdown checkpoint, connections cut
         outs = [p.communicate(timeout=300) for p in procs]
     finally:
         cluster.start_again()
@@ -360,8 +460,11 @@ def test_a_foreign_database_is_not_migrated(tmp_path):
 def test_paths_that_cannot_be_a_database_say_why(tmp_path):
     log = SEED / "seed-attempt1-kv-oom" / "journal.log"
     (tmp_path / "notadir").write_text("x")
-    for path, words in (("/dev/null", "not a regular file"), (tmp_path / "notadir" / "x.db", "is a file, not a folder"),
-                        (tmp_path, "a folder")):
+    for path, words in (
+        ("/dev/null", "not a regular file"),
+        (tmp_path / "notadir" / "x.db", "is a file, not a folder"),
+        (tmp_path, "a folder"),
+    ):
         p = cli("explain", "--history", path, log)
         assert p.returncode == 2 and words in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
@@ -375,9 +478,17 @@ def test_untimed_attempts_with_one_beginning_get_two_rows(tmp_path):
     one = tmp_path / "raw1.log"
     one.write_text("\n".join(raw) + "\n")
     two = tmp_path / "raw2.log"
-    two.write_text("\n".join(raw[:35] + ["Traceback (most recent call last):",
-                                         '  File "/sgl/srt/server.py", line 10, in launch',
-                                         "zmq.error.ZMQError: Address already in use"]) + "\n")
+    two.write_text(
+        "\n".join(
+            raw[:35]
+            + [
+                "Traceback (most recent call last):",
+                '  File "/sgl/srt/server.py", line 10, in launch',
+                "zmq.error.ZMQError: Address already in use",
+            ]
+        )
+        + "\n"
+    )
     db = tmp_path / "col.db"
     causes = [explain_json("--history", db, f)[1]["cause"] for f in (one, two)]
     assert causes[0] != causes[1]
@@ -398,11 +509,12 @@ def test_watch_on_an_unknown_unit_exits_2_at_once(tmp_path):
 
     if journal_remote() is None:
         pytest.skip("systemd-journal-remote is not installed")
-    journal = make_journal(entries_from_short(seed("seed-attempt1-kv-oom"), unit=UNIT, host="ct100"),
-                           tmp_path / "w.journal")
+    journal = make_journal(
+        entries_from_short(seed("seed-attempt1-kv-oom"), unit=UNIT, host="ct100"), tmp_path / "w.journal"
+    )
     t0 = time.monotonic()
     p = cli("watch", "nosuch", "--journal-file", journal, "--timeout", "60", "--no-history")
     assert p.returncode == 2 and time.monotonic() - t0 < 20
     assert p.stderr.strip() == "logdoctor: no journal entries and no unit file for nosuch.service: is the name right?"
     p = cli("watch", "sglang-qwen", "--journal-file", journal, "--timeout", "20", "--no-history")
-    assert p.returncode == 1 and "kv_cache_oom" in p.stdout, p.stderr      # the real name is followed as before
+    assert p.returncode == 1 and "kv_cache_oom" in p.stdout, p.stderr  # the real name is followed as before
