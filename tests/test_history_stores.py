@@ -518,3 +518,14 @@ def test_watch_on_an_unknown_unit_exits_2_at_once(tmp_path):
     assert p.stderr.strip() == "logdoctor: no journal entries and no unit file for nosuch.service: is the name right?"
     p = cli("watch", "sglang-qwen", "--journal-file", journal, "--timeout", "20", "--no-history")
     assert p.returncode == 1 and "kv_cache_oom" in p.stdout, p.stderr  # the real name is followed as before
+
+
+def test_a_password_in_the_url_is_never_printed(tmp_path, monkeypatch):
+    pytest.importorskip("psycopg")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    url = "postgresql://ld:s3cret-pw@/nodb?host=/nonexistent"
+    p = cli("explain", "--history", url, SEED / "seed-attempt1-kv-oom" / "journal.log", cwd=tmp_path)
+    assert p.returncode == 1 and "s3cret" not in p.stderr + p.stdout
+    assert "postgresql://ld:***@/nodb?host=/nonexistent cannot be reached" in p.stderr
+    [spool] = (tmp_path / "state" / "logdoctor" / "spool").glob("*.db")
+    assert "s3cret" not in spool.name
