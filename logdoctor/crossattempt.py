@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from logdoctor.attempts import verdict_attempt
@@ -47,6 +49,13 @@ DEMAND_LEVERS = ("context_length", "max_running", "prefill_chunk", "max_prefill_
                  "graph_max_bs", "mem_fraction")
 HOST_CHECKS = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER", "journalctl -k -b | grep -E 'NVRM: Xid|fallen off'",
                "dcgmi diag -r 2")
+# the fleet circuit breaker: the same hardware verdict (cause and rule) recorded on at least BREAKER_MIN_HOSTS hosts
+# within BREAKER_WINDOW_S seconds reads as a software or driver cause (a release, an image, a driver update) rather
+# than that many failing GPUs (NVSentinel's lesson); the verdict's confidence is capped at BREAKER_CONFIDENCE and no
+# action says to drain a host
+BREAKER_MIN_HOSTS = 4
+BREAKER_WINDOW_S = 6 * 3600
+BREAKER_CONFIDENCE = 0.5
 _UNIT_IN_TEXT = re.compile(r"\b([\w@.:\\-]+\.service)\b")
 _UNIT_RUN = re.compile(r"[\w@.:\\-]+")     # a unit name match lies inside one such run
 
@@ -76,11 +85,12 @@ class Review:
     escalation: str | None = None                 # the history rule that escalated, if any
     reason: str = ""
     healthy_elsewhere: list = field(default_factory=list)
+    fleet: dict | None = None                     # the circuit breaker, when it tripped: {"rule", "hosts", "window_s"}
 
     def to_dict(self) -> dict:
         return {"host": self.host, "unit": self.unit, "attempts_here": self.attempts_here,
                 "tried": {k: sorted(v, key=str) for k, v in self.tried.items()}, "escalation": self.escalation,
-                "reason": self.reason, "healthy_elsewhere": self.healthy_elsewhere}
+                "reason": self.reason, "healthy_elsewhere": self.healthy_elsewhere, "fleet": self.fleet}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -109,16 +119,27 @@ def host_of(a: Attempt, hint: str | None = None) -> str:
 
 
 def attempt_key(host: str, unit: str, a: Attempt) -> str:
-    """From the attempt's own beginning: the same attempt read again (or read later, grown) gets the same key."""
+    """From the attempt's own beginning: the same attempt read again (or read later, grown) gets the same key.
+
+    Its first 25 lines carry their times; when they carry none, they do not tell two attempts apart (two
+    timestamp-less logs can share a beginning and end differently), so the key then hashes all of the attempt's
+    lines: different attempts never share a key (a grown timestamp-less attempt is recorded as a new one)."""
     h = hashlib.sha256(f"{host}\0{unit}\0".encode())
     n = 0
+    timed = False
     for r in a.records:
         if r.transport == KERNEL or not r.msg.strip():
             continue
-        h.update(((r.ts.isoformat() if r.ts else "") + "\0" + r.msg + "\n").encode("utf-8", "replace"))
-        n += 1
-        if n == 25:
+        timed = timed or r.ts is not None
+        if n < 25:
+            h.update(((r.ts.isoformat() if r.ts else "") + "\0" + r.msg + "\n").encode("utf-8", "replace"))
+        elif timed:
             break
+        else:
+            h.update((r.msg + "\n").encode("utf-8", "replace"))
+        n += 1
+    if not timed:
+        h.update(b"\0untimed")
     return h.hexdigest()[:32]
 
 
@@ -305,7 +326,7 @@ def healthy_elsewhere(rows: list[AttemptRow], cur: AttemptRow) -> list[dict]:
             continue
         ok, same = _larger_or_same(r.config, cur.config)
         if ok and r.config:
-            out.append({"host": r.host, "started": r.started, "same_flags": same})
+            out.append({"host": r.host, "started": r.started, "same_flags": same, "key": r.key[:12]})
     return out[-3:]
 
 
@@ -315,15 +336,26 @@ def _when(started: str | None) -> str:
     return " at " + started[11:16] if len(started) >= 16 else ""
 
 
-def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: list[AttemptRow]) -> Review:
-    """Apply the cross-attempt rules to a fresh verdict (in place) and say what the history added."""
-    tried = {k: {v for v in vs if v != cur.config.get(k)} for k, vs in tried_values(earlier).items()}
-    rv = Review(host=cur.host, unit=cur.unit, attempts_here=len(earlier), tried={k: v for k, v in tried.items() if v})
+def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: list[AttemptRow], *,
+           tried_extra: dict[str, set] | None = None, attempts_here: int | None = None,
+           fleet: Callable[[str, str | None], list[str]] | None = None) -> Review:
+    """Apply the cross-attempt rules to a fresh verdict (in place) and say what the history added.
+
+    `earlier`: the latest attempts here (bounded); `tried_extra`: values the store says were tried here beyond
+    them; `attempts_here`: the store's count; `fleet(cause, rule)`: the hosts that got this verdict recently."""
+    tried_all = tried_values(earlier)
+    for k, vs in (tried_extra or {}).items():
+        tried_all.setdefault(k, set()).update(vs)
+    tried = {k: {v for v in vs if v != cur.config.get(k)} for k, vs in tried_all.items()}
+    rv = Review(host=cur.host, unit=cur.unit, attempts_here=len(earlier) if attempts_here is None else attempts_here,
+                tried={k: v for k, v in tried.items() if v})
     rv.healthy_elsewhere = healthy_elsewhere(elsewhere, cur)
     for h in rv.healthy_elsewhere:
         how = "with the same flags" if h["same_flags"] else "with the same or a larger configuration"
         d.notes.append(f"history: {cur.unit or 'this unit'} came up on {h['host']} {how}{_when(h['started'])}")
     if not d.failed or not cur.host or (d.cause in EXTERNAL_CAUSES):
+        return rv
+    if d.cause == "hardware_fault" and _breaker(d, cur, rv, d.rule, fleet):
         return rv
     failed_before = [r for r in earlier if r.outcome in ("failed", "ready")]
     reason, rule = None, None
@@ -338,9 +370,34 @@ def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: 
                 break
     if reason is None:
         return rv
+    if _breaker(d, cur, rv, rule, fleet):
+        return rv
     rv.escalation, rv.reason = rule, reason
     _escalate(d, cur, earlier, rv)
     return rv
+
+
+def _breaker(d: Diagnosis, cur: AttemptRow, rv: Review, rule: str | None,
+             fleet: Callable[[str, str | None], list[str]] | None) -> bool:
+    """The fleet circuit breaker: True (and the verdict says so) when this hardware verdict already landed on
+    BREAKER_MIN_HOSTS hosts, this one included, within BREAKER_WINDOW_S."""
+    if fleet is None:
+        return False
+    hosts = sorted(set(fleet("hardware_fault", rule)) | {cur.host})
+    if len(hosts) < BREAKER_MIN_HOSTS:
+        return False
+    rv.fleet = {"rule": rule, "hosts": hosts, "window_s": BREAKER_WINDOW_S}
+    shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+    hours = f"{BREAKER_WINDOW_S / 3600:g} h"
+    d.notes.append(f"fleet: the same hardware verdict ({rule or 'hardware_fault'}) landed on {len(hosts)} hosts "
+                   f"within {hours} ({shown}): more likely a software or driver cause than {len(hosts)} failing "
+                   "hosts")
+    if d.cause == "hardware_fault":   # the log's own verdict: kept, with less confidence and no draining
+        d.confidence = round(min(d.confidence, BREAKER_CONFIDENCE), 2)
+        d.actions = [a for a in d.actions if "drain" not in a.lower()]
+    d.actions.insert(0, f"before draining hosts, check what changed across {len(hosts)} hosts within {hours}: the "
+                        "GPU driver (nvidia-smi), the CUDA and engine versions, the container image")
+    return True
 
 
 def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Review) -> None:
@@ -393,33 +450,49 @@ def diagnose_with_history(tl: Timeline, res, rule_set, *, classifier=None, histo
     vi, _ = verdict_attempt(tl.attempts)
     last = tl.attempts[vi]
     h = host_of(last, host)
-    # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules
+    cur_key = attempt_key(h, u, last)
+    cur_started = next((r.ts.isoformat() for r in last.records if r.ts), None)
+    # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules;
+    # the store is asked only about these keys and the latest attempts here (bounded: never the whole history)
+    window = [(a, attempt_key(host_of(a, host), u, a)) for a in tl.attempts[:vi] if a.records]
+    known = history.get([k for _, k in window] + [cur_key]) if h else {}
     window_rows: list[AttemptRow] = []
-    known = {}
-    if h:
-        known = {r.key: r for r in history.query(host=h, unit=u)}
-    for a in tl.attempts[:vi]:
-        if not a.records:
-            continue
-        key = attempt_key(host_of(a, host), u, a)
+    for a, key in window:
         if key in known:
             window_rows.append(known[key])
             continue
         sub = _only(tl, a)
         sd = diagnose_timeline(sub, res, rule_set, classifier=classifier)
         window_rows += rows_for(sub, sd, unit=u, host=host)
-    hist_rows = list(known.values())
-    cur_stub = AttemptRow(key=attempt_key(h, u, last), host=h, unit=u,
-                          started=next((r.ts.isoformat() for r in last.records if r.ts), None))
+    hist_rows = history.recent_here(h, u, started_before=cur_started) if h else []
+    cur_stub = AttemptRow(key=cur_key, host=h, unit=u, started=cur_started)
     earlier = earlier_here(hist_rows, window_rows, cur_stub) if h else window_rows
     tried = tried_values(earlier)
+    tried_store: dict[str, set] = {}
+    attempts_here = None
+    if h:
+        for cfg in history.tried_here(h, u, started_before=cur_started):
+            for k, v in cfg.items():
+                if v is not None:
+                    tried_store.setdefault(k, set()).add(v)
+        for k, vs in tried_store.items():
+            tried.setdefault(k, set()).update(vs)
+        in_store = history.count_here(h, u, started_before=cur_started) - (
+            1 if cur_key in known and not cur_started else 0)
+        attempts_here = max(in_store, 0) + sum(1 for r in window_rows if r.key not in known)
     d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
     rows = rows_for(tl, d, unit=u, host=host)
     ci = next((i for i, r in enumerate(rows) if r.key == cur_stub.key), None)
     if ci is not None:
         cur = replace(rows[ci])
-        elsewhere = [r for r in history.query(unit=u) if r.host != h] if u else []
-        rv = review(d, cur, earlier, elsewhere)
+        elsewhere = history.ready_elsewhere(u, h) if u else []
+        since = time.time() - BREAKER_WINDOW_S
+
+        def fleet(cause: str, rule: str | None) -> list[str]:
+            return history.verdict_hosts(cause, rule, since)
+
+        rv = review(d, cur, earlier, elsewhere, tried_extra=tried_store, attempts_here=attempts_here,
+                    fleet=fleet if h else None)
         d.history = rv.to_dict()
         rows[ci] = rows_for(tl, d, unit=u, host=host)[ci]
     history.record(window_rows + rows)

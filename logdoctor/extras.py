@@ -14,6 +14,7 @@ EXTRAS = {
     "triage": ("pandas", "matplotlib"),
     "dask": ("dask",),
     "journal": ("systemd",),
+    "postgres": ("psycopg",),
 }
 
 

@@ -480,7 +480,7 @@ def _describe(lv: Lever) -> str:
     lo, hi = lv.bounds
     rng = f" in [{lo}, {hi}]" if lo is not None and hi is not None else f" >= {lo}" if lo is not None else ""
     if lv.kind == "fraction":
-        return f"a decimal fraction{rng or ' in (0, 1]'}"
+        return "a decimal fraction in (0, 1]"
     if lv.kind == "float":
         return f"a decimal number{rng}"
     if lv.kind == "int":

@@ -121,6 +121,27 @@ class _Follower:
             self.r.seek_realtime(since_us)
         else:
             self.r.seek_head()
+        self._source = (rmod, files, directory)
+
+    def unit_seen(self, unit: str) -> bool:
+        """Whether the journal holds any entry of the unit itself or of systemd about it (at any time)."""
+        rmod, files, directory = self._source
+        try:
+            r = rmod._Reader(0, None, files) if files else (
+                rmod._Reader(0, directory, None) if directory else rmod._Reader(rmod.LOCAL_ONLY))
+        except OSError:
+            return True   # cannot tell: the follower reports what it can
+        try:
+            r.add_match(f"_SYSTEMD_UNIT={unit}")
+            r.add_disjunction()
+            r.add_match("_PID=1")
+            r.add_match(f"UNIT={unit}")
+            r.seek_head()
+            return bool(r._next(1))
+        except OSError:
+            return True
+        finally:
+            r.close()
 
     def read(self) -> list[dict]:
         out = []
@@ -144,6 +165,18 @@ class _Follower:
 
     def close(self) -> None:
         self.r.close()
+
+
+UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
+             "/lib/systemd/system")
+
+
+def unit_file_exists(unit: str) -> bool:
+    """A unit file for `unit` (or its template, for name@instance) in systemd's system unit folders."""
+    names = [unit]
+    if "@" in unit:
+        names.append(unit.split("@", 1)[0] + "@." + unit.rsplit(".", 1)[-1])   # name@x.service -> name@.service
+    return any(os.path.exists(os.path.join(d, n)) for d in UNIT_DIRS for n in names)
 
 
 def _journal_arg(journal) -> tuple[list[str], str | None]:
@@ -206,6 +239,9 @@ def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=N
     t0 = time.monotonic()
     deadline = t0 + float(timeout)
     follower = _Follower(unit, journal, parse_since(since) if since else None)
+    if not follower.unit_seen(unit) and not unit_file_exists(unit):
+        follower.close()
+        raise InputError(f"no journal entries and no unit file for {unit}: is the name right?")
     entries: list[dict] = []
     outcome, ready_by = "timeout", None
     failed_at = None

@@ -24,6 +24,9 @@ FORMATTED=(
   logdoctor/atlas/__init__.py logdoctor/atlas/model.py logdoctor/atlas/store.py logdoctor/atlas/index.py
   logdoctor/atlas/phases.py logdoctor/atlas/causes.py logdoctor/atlas/tier.py logdoctor/commands/atlas.py
   tools/atlas/build.py tools/atlas/coverage.py tests/test_atlas.py
+  logdoctor/history/__init__.py logdoctor/history/store.py logdoctor/history/sqlite.py logdoctor/history/postgres.py
+  logdoctor/history/spool.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
+  tests/test_history_trust.py tests/test_live_journal.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -10,6 +10,17 @@ if ! dpkg -s libsystemd-dev systemd-journal-remote pkg-config gcc >/dev/null 2>&
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends libsystemd-dev pkg-config gcc systemd-journal-remote >/dev/null
 fi
+# the PostgreSQL server binaries: tests/test_history_stores.py starts a throwaway cluster of its own (initdb in a
+# temporary folder as the postgres user, a Unix socket only, stopped at the end); without them those tests skip
+if ! dpkg -s postgresql >/dev/null 2>&1; then
+  # no system-wide "main" cluster: the tests only need the binaries
+  if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    $SUDO mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+  fi
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null; } \
+    || echo "setup: could not install postgresql; the PostgreSQL history tests will be skipped" >&2
+fi
 # headless chromium renders the triage HTML report in tests/test_triage_html.py; where it cannot be installed that
 # one test skips and says why
 if ! dpkg -s chromium >/dev/null 2>&1; then

@@ -95,7 +95,7 @@ def test_migrates_a_version_1_database(tmp_path):
     con.commit()
     con.close()
     with History(db) as h:
-        assert h.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert h.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
         [row] = h.query()
         assert row.key == "old" and row.updated is None
 
