@@ -375,3 +375,17 @@ def test_a_rule_that_fires_outranks_the_atlas():
     assert (
         lookup("AssertionError: FlashAttnMLA is not supported on this device", "vllm").cause == "kernel_arch_mismatch"
     )
+
+
+def test_a_capability_stated_as_a_comparison_is_an_architecture_requirement():
+    """Engines state a kernel's GPU requirement as `SM>=N` as often as `sm_90` or "compute capability >= N" (the
+    atlas holds both shapes); either names the GPU generation, so the cause is kernel_arch_mismatch."""
+    from logdoctor.atlas.causes import cause_of
+
+    for line in (
+        "AssertionError: the MLA decode kernel requires SM>=90",
+        "RuntimeError: this kernel requires SM >= 100, got 90",
+        "ValueError: FP8 GEMM requires compute capability >= 8.9",
+    ):
+        assert cause_of(line, line.split(":")[0], "kernel_init")[0] == "kernel_arch_mismatch", line
+    assert cause_of("ValueError: smoothing requires 3 samples", "ValueError", "launch")[0] != "kernel_arch_mismatch"

@@ -30,7 +30,7 @@ LEXICON: Final[tuple[tuple[str, tuple[str, ...], tuple[str, ...], re.Pattern[str
             + r"|(?:does|do)(?: not|n't) support (?:this |the |your |current )?"
             + _GPU
             + r"|requires? (?:a |an )?(?:GPU|device)s? with (?:compute capability|sm)|compute capability (?:>=|of at least)"
-            r"|requires? (?:sm_?\d+|SM ?\d+|Hopper|Blackwell|Ampere|Ada)|sm_?\d+ (?:or|and) (?:above|higher|newer|later)"
+            r"|requires? (?:sm_?\d+|SM ?(?:>=|>|≥)? ?\d+|Hopper|Blackwell|Ampere|Ada)|sm_?\d+ (?:or|and) (?:above|higher|newer|later)"
             r"|only supports? (?:sm|SM ?\d|Hopper|Blackwell|Ampere)"
         ),
     ),
