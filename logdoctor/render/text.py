@@ -46,13 +46,19 @@ def _fix_lines(fix: str, why: str, w: int) -> list[str]:
     return wrap(fix, w, "   ", "     ") + (wrap(why, w, "       ") if why else [])
 
 
+def _engine(d: Diagnosis) -> str:
+    if d.engine_version:
+        return f"{d.engine} {d.engine_version}"
+    return f"{d.engine} ({d.engine_version_hint})" if d.engine_version_hint else d.engine
+
+
 def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "",
            width_: int | None = None) -> str:
     w = width_ or width()
     out: list[str] = []
     if not d.failed:
         out += wrap(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"), w, "", "        ")
-        out += wrap(f"{d.engine}" + (f" {d.engine_version}" if d.engine_version else "") +
+        out += wrap(_engine(d) +
                     f" · {d.window.get('lines', 0)} lines" +
                     ("" if d.window.get("start_seen") else " · log starts after launch"), w, "        ")
         for n in d.notes:
@@ -64,7 +70,7 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         body = wrap(head, w - 8, "")
         out.append(_c("FAILED", "31;1", color) + "  " + body[0])
         out += ["        " + b for b in body[1:]]
-        sub = [d.engine + (f" {d.engine_version}" if d.engine_version else "")]
+        sub = [_engine(d)]
         if d.rank:
             sub.append(f"first failing rank {d.rank}")
         if d.title:

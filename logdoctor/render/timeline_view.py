@@ -3,6 +3,7 @@ between phases (issue 23: "how long did weight loading take" is the first questi
 rank stopped, attempts separated, and the flags in force — as text or JSON."""
 from __future__ import annotations
 
+from logdoctor.diagnosis import version_fields
 from logdoctor.evidence import cut
 from logdoctor.timeline import PHASES, PhaseSpan, Timeline
 
@@ -14,7 +15,9 @@ WIDTH = 48
 
 
 def to_dict(tl: Timeline) -> dict:
-    out = {"schema": "logdoctor.timeline/v1", "engine": tl.engine, "engine_version": tl.engine_version,
+    version, hint = version_fields(tl.engine_version)
+    out = {"schema": "logdoctor.timeline/v1", "engine": tl.engine, "engine_version": version,
+           "engine_version_hint": hint,
            "start_seen": tl.start_seen, "attempts": []}
     for a in tl.attempts:
         out["attempts"].append({
@@ -75,7 +78,8 @@ def render_text(tl: Timeline, width: int | None = None) -> str:
     from logdoctor.render.text import width as term_width
     from logdoctor.render.text import wrap
     w = width or term_width()
-    lines = [f"{tl.engine}" + (f" {tl.engine_version}" if tl.engine_version else "") +
+    version, hint = version_fields(tl.engine_version)
+    lines = [f"{tl.engine}" + (f" {version}" if version else f" ({hint})" if hint else "") +
              ("" if tl.start_seen else "  (window starts after launch)")]
     for a in tl.attempts:
         status = "FAILED in " + a.phase if a.failed else ("came up" if a.ready else "no failure seen (" + a.phase + ")")
