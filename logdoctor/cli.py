@@ -144,4 +144,4 @@ _LAZY = {"rules": ("logdoctor.commands.rules", "rules"), "eval": ("logdoctor.com
          "train": ("logdoctor.commands.train", "train_cmd"), "history": ("logdoctor.commands.history", "history"),
          "fix": ("logdoctor.commands.fix", "fix_cmd"), "watch": ("logdoctor.commands.watch", "watch_cmd"),
          "notify": ("logdoctor.commands.notify", "notify_cmd"),
-         "triage": ("logdoctor.commands.triage", "triage_cmd")}
+         "triage": ("logdoctor.commands.triage", "triage_cmd"), "docs": ("logdoctor.commands.docs", "docs_cmd")}
