@@ -34,7 +34,10 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
     Examples:
       logdoctor eval fixtures/journals
       logdoctor eval fixtures/journals --mode ablation
-      logdoctor eval fixtures/journals --format json > eval.json"""
+      logdoctor eval fixtures/journals --format json > eval.json
+      logdoctor eval fixtures/journals --calibration
+
+    Exit codes: 0 evaluated · 2 usage error (no cases, a missing extra) · 4 internal error."""
     from logdoctor.extras import require
     if cv:
         require("train", "eval --cv")

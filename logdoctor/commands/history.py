@@ -46,7 +46,18 @@ def _fix_text(fix) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.pass_context
 def history(ctx, history_path, host, unit, fmt):
-    """List the recorded start attempts (oldest first); `history forget` removes them."""
+    """List the recorded start attempts (oldest first); `history forget` removes them.
+
+    The history is what makes "never a value already tried" hold across runs: explain, watch, fix and notify record
+    each attempt (per host and unit) unless given --no-history.
+
+    \b
+    Examples:
+      logdoctor history --unit sglang-qwen
+      logdoctor history --host gpu-node-07 --format csv > attempts.csv
+      logdoctor history forget --before '30 days ago'
+
+    Exit codes: 0 listed (or removed) · 2 usage error, or a history file that cannot be read · 4 internal error."""
     ctx.obj = {"history_path": history_path}
     if ctx.invoked_subcommand is not None:
         return
@@ -89,7 +100,14 @@ def history(ctx, history_path, host, unit, fmt):
 @click.option("--all", "everything", is_flag=True, help="every attempt")
 @click.pass_context
 def forget(ctx, host, unit, key, before, everything):
-    """Remove recorded attempts (at least one filter, or --all)."""
+    """Remove recorded attempts (at least one filter, or --all).
+
+    \b
+    Examples:
+      logdoctor history forget --unit sglang-qwen
+      logdoctor history forget --key 61a24a35
+
+    Exit codes: 0 removed (the count is printed) · 2 no filter given, or a bad --before time."""
     from logdoctor.history import History
     before_ts = None
     if before:

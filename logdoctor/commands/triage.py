@@ -38,13 +38,18 @@ def triage_cmd(paths, fmt, out, jobs, scheduler, year, since, until, hosts, caus
     """Triage many logs at once: one row per attempt, failure signatures, suspect hosts, reports.
 
     PATH: files, folders (recursive), globs, .gz/.xz/.bz2/.zst, .tar/.tar.gz archives, systemd journal files or
-    folders. Exit 0 when every input was read, 2 when some were unreadable (they are listed).
+    folders. The same log given twice (a folder and its tarball) is counted once, by content.
 
     \b
     Examples:
       logdoctor triage /srv/incident-logs/ --format html --out report.html
       logdoctor triage 'archive/*.tar.gz' --since 2026-11-01 --cause hardware_fault --format csv
-      logdoctor triage logs/ --scheduler tcp://dask-scheduler:8786 --format json --out rows.json"""
+      logdoctor triage logs/ --format json --out today.json --baseline yesterday.json
+      logdoctor triage logs/ --scheduler local:4          # a Dask LocalCluster with 4 workers
+      logdoctor triage logs/ --scheduler tcp://dask-scheduler:8786 --format json --out rows.json
+
+    Exit codes: 0 every input was read · 2 some inputs were unreadable (listed in the report), a usage error, or a
+    scheduler that cannot be reached · 4 internal error (--debug shows the traceback)."""
     from logdoctor import extras
     from logdoctor.errors import UsageError
     extras.require("triage", "triage")
