@@ -113,10 +113,11 @@ def csv_safe(v):
 
 
 def to_csv(df, out) -> None:
+    import pandas as pd
     d = df.copy()
     for c in d.columns:
-        if d[c].dtype == object:
-            d[c] = d[c].map(csv_safe)
+        if pd.api.types.is_object_dtype(d[c]) or pd.api.types.is_string_dtype(d[c]):
+            d[c] = d[c].astype(object).map(csv_safe)
     if "evidence_line" in d.columns:
         d["evidence_line"] = d["evidence_line"].astype("Int64")
     d.to_csv(out, index=False)
@@ -208,6 +209,11 @@ document.querySelectorAll('table.sortable th').forEach(function (th) {
   });
 });
 document.body.setAttribute('data-sorter', 'ready');
+// where the headline landed (read by tests/test_triage_html.py through --dump-dom: the first screen holds it)
+['signatures', 'suspects', 'plot-time'].forEach(function (id) {
+  var el = document.getElementById(id);
+  if (el) { document.body.setAttribute('data-top-' + id, Math.round(el.getBoundingClientRect().top)); }
+});
 """
 
 _CSS = """
