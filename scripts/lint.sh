@@ -13,6 +13,9 @@ FORMATTED=(
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
+  logdoctor/commands/docs.py logdoctor/triage/cluster.py tools/make_man.py
+  tests/test_docs_cmd.py tests/test_install_doc.py tests/test_calibration_bins.py tests/test_text_fit.py
+  tests/test_triage_polish.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -1,6 +1,7 @@
 """`eval --calibration` bins count what they should (issue 23): only verdicts that name a cause are binned, so a
 deliberately miscalibrated toy set reads as miscalibrated — healthy verdicts and abstentions no longer fill the low
 bins with "right 1.0"."""
+
 from __future__ import annotations
 
 from logdoctor import calibration as cal
@@ -9,9 +10,21 @@ from logdoctor.evaluation import CaseResult
 
 def case(i: int, label: str | None, cause: str | None, conf: float) -> CaseResult:
     ok = label == cause
-    return CaseResult(id=f"c{i}", engine="sglang", label_cause=label, label_phase="memory_pool", cause=cause,
-                      phase="memory_pool", confidence=conf, rule=None, cause_ok=ok, cause_or_secondary_ok=ok,
-                      phase_ok=True, fix_ok=None, unknown=cause == "unknown")
+    return CaseResult(
+        id=f"c{i}",
+        engine="sglang",
+        label_cause=label,
+        label_phase="memory_pool",
+        cause=cause,
+        phase="memory_pool",
+        confidence=conf,
+        rule=None,
+        cause_ok=ok,
+        cause_or_secondary_ok=ok,
+        phase_ok=True,
+        fix_ok=None,
+        unknown=cause == "unknown",
+    )
 
 
 def toy() -> list[CaseResult]:
@@ -46,5 +59,9 @@ def test_a_confidence_of_exactly_one_is_binned_and_unseen_filters():
     rs = [case(1, "kv_cache_oom", "kv_cache_oom", 1.0), case(2, "kv_cache_oom", "host_oom", 0.75)]
     rep = cal.reliability(rs)
     assert rep["bins"]["0.9-1.0"]["cases"] == 1 and rep["bins"]["0.7-0.8"] == {
-        "cases": 1, "right": 0, "share": 0.0, "mean_confidence": 0.75}
+        "cases": 1,
+        "right": 0,
+        "share": 0.0,
+        "mean_confidence": 0.75,
+    }
     assert cal.reliability(rs, unseen_ids={"c2"})["named_cause"] == 1

@@ -1,5 +1,6 @@
 """Docs that travel with the install (issue 23): `logdoctor docs [TOPIC]`, man pages generated from the click
 commands (committed in man/, current), `rules test --cases DIR`, and --help texts with examples and exit codes."""
+
 from __future__ import annotations
 
 import os
@@ -53,9 +54,9 @@ def test_man_pages_render_with_man(tmp_path):
     env = {**os.environ, "MANWIDTH": "80", "MAN_KEEP_FORMATTING": "0"}
     p = subprocess.run(["man", "-l", str(tmp_path / "logdoctor-explain.1")], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
-    text = " ".join(re.sub(r".\x08", "", p.stdout).split())   # no overstrike (as col -b), no justification
+    text = " ".join(re.sub(r".\x08", "", p.stdout).split())  # no overstrike (as col -b), no justification
     assert "logdoctor-explain" in text and "--format" in text and "Exit codes" in text
-    assert "journalctl -u sglang-qwen" in text        # the \b example block kept verbatim
+    assert "journalctl -u sglang-qwen" in text  # the \b example block kept verbatim
 
 
 @pytest.mark.parametrize("cmd", ["watch", "history", "notify", "triage", "docs", "eval"])

@@ -1,5 +1,6 @@
 """docs/install.md and the README agree with what the build really does (issue 23): the dependencies and extras in
 pyproject.toml, the number of bundled rules, no `pip install logdoctor` from an index, and one recommended `-n`."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Text output fits the terminal and says everything the JSON says (issue 23): width from $COLUMNS, words wrapped,
 evidence cut visibly, every fix and action printed; `timeline` shows each phase's start, duration and gaps."""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def flat(s: str) -> str:
 @pytest.mark.parametrize("columns", ["80", "132"])
 def test_the_cli_verdict_follows_columns_and_prints_every_action(columns, tmp_path):
     hist = tmp_path / "h.db"
-    cli("explain", "--history", str(hist), str(SEED))          # the second run escalates across attempts
+    cli("explain", "--history", str(hist), str(SEED))  # the second run escalates across attempts
     rc, out, _ = cli("explain", "--history", str(hist), str(SEED), columns=columns)
     assert rc == 1
     assert max(len(line) for line in out.splitlines()) <= int(columns)
@@ -52,7 +53,7 @@ def test_a_narrow_pane_never_splits_a_flag_at_its_hyphens():
         d = logdoctor.diagnose(journal)
         out = text.render(d, width_=60)
         for line in out.splitlines():
-            assert not re.search(r"(^|\s)-$", line.rstrip()), line      # "(-" / "-mem-fraction" breaks
+            assert not re.search(r"(^|\s)-$", line.rstrip()), line  # "(-" / "-mem-fraction" breaks
             assert not line.rstrip().endswith("--"), line
 
 
@@ -76,7 +77,7 @@ def test_evidence_is_cut_visibly_to_the_width():
     out = text.render(d, width_=80)
     shown = next(ln for ln in out.splitlines() if ln.strip().startswith(f"{ev.line}  "))
     assert shown.endswith("…") and len(shown) <= 80
-    quoted = shown.strip()[len(f"{ev.line}  "):-1]
+    quoted = shown.strip()[len(f"{ev.line}  ") : -1]
     assert len(quoted) > 40 and ev.text.startswith(quoted)
 
 

@@ -1,6 +1,7 @@
 """Triage for a person acting on it (issue 23): the same log given twice counted once, --baseline marks new and
 regressed signatures, integer line numbers, CSV cells that a spreadsheet would run neutralised, markdown as text, a
 '$' in a host name (F11), and clean errors from the Dask scale-out. Runs the CLI as a subprocess on real files."""
+
 from __future__ import annotations
 
 import csv
@@ -22,14 +23,19 @@ pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "journals"
-SEED = FIX / "seed-all-attempts" / "journal.log"           # 3 failed attempts on h200-qwen-03
+SEED = FIX / "seed-all-attempts" / "journal.log"  # 3 failed attempts on h200-qwen-03
 PORT = FIX / "sglang-port_in_use-http-attempts" / "journal.log"
 XID = FIX / "sglang-hardware_fault-xid94-serving" / "journal.log"
 
 
 def triage(*args, timeout=300):
-    p = subprocess.run([sys.executable, "-m", "logdoctor", "triage", *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "triage", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -62,7 +68,9 @@ def test_baseline_marks_new_and_regressed_signatures(tmp_path):
     assert triage(first, "--format", "json", "--out", prev)[0] == 0
     # later: the seed again (same signatures, same counts: seen), plus a port clash (new) and the seed's log on a
     # second host (its signatures regressed: more attempts, a new host)
-    later = _folder(tmp_path / "2", {"a": SEED, "b": PORT, "c": SEED.read_text().replace("h200-qwen-03", "h200-qwen-09")})
+    later = _folder(
+        tmp_path / "2", {"a": SEED, "b": PORT, "c": SEED.read_text().replace("h200-qwen-03", "h200-qwen-09")}
+    )
     rc, md, err = triage(later, "--format", "markdown", "--baseline", prev)
     assert rc == 0, err
     rows = [ln for ln in md.splitlines() if ln.startswith("| ") and "`" in ln]
@@ -84,8 +92,8 @@ def test_csv_neutralises_formulas_and_flattens_cells(tmp_path):
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rows and all(not (r["host"] or "x").startswith(("=", "+", "-", "@")) for r in rows)
     assert any(r["host"].startswith("'=HYPERLINK") for r in rows)
-    assert len(out.strip().splitlines()) == len(rows) + 1           # no newline inside a cell
-    assert all(re.fullmatch(r"\d*", r["evidence_line"]) for r in rows)   # 34, never 34.0
+    assert len(out.strip().splitlines()) == len(rows) + 1  # no newline inside a cell
+    assert all(re.fullmatch(r"\d*", r["evidence_line"]) for r in rows)  # 34, never 34.0
 
 
 def test_markdown_is_text_with_integer_lines(tmp_path):
@@ -108,7 +116,7 @@ def test_a_dollar_in_a_host_name_never_costs_the_report(tmp_path):
 
 
 def test_an_unreachable_scheduler_is_a_one_line_usage_error(tmp_path):
-    with socket.socket() as s:          # a port nothing listens on
+    with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     t0 = time.monotonic()

@@ -7,7 +7,6 @@ from logdoctor.diagnosis import Diagnosis
 from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
-
 _COMMAND = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] ")
 
 

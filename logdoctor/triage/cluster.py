@@ -57,5 +57,7 @@ def connect(spec: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Cluster:
             client = distributed.Client(spec, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise UsageError(f"cannot reach the Dask scheduler at {spec} within {timeout:g} s ({reason[:160]})") from None
+            raise UsageError(
+                f"cannot reach the Dask scheduler at {spec} within {timeout:g} s ({reason[:160]})"
+            ) from None
     return Cluster(client)

@@ -290,7 +290,7 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
         parts.append("<p>No failed attempt.</p>")
     gone = views.gone(sig, base)
     if gone:
-        parts.append(f"<p id=\"gone\">In the baseline but not in this run: "
+        parts.append("<p id=\"gone\">In the baseline but not in this run: "
                      + ", ".join(f"<code>{e(g)}</code>" for g in gone) + "</p>")
     parts.append("<h2>Suspect hosts</h2>")
     if sus:
