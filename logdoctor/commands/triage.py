@@ -91,10 +91,8 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
     finally:
         if cluster is not None:
             cluster.close()
-    frame = views.dedupe(res.frame)
-    df = apply_filters(frame, since=s, until=u, hosts=hosts, causes=causes)
+    df = apply_filters(res.frame, since=s, until=u, hosts=hosts, causes=causes)
     df.attrs["inputs"] = res.inputs
-    df.attrs["duplicates"] = frame.attrs.get("duplicates", 0)
     if base is not None:
         df.attrs["baseline"] = base
     if fmt == "parquet":

@@ -20,6 +20,10 @@ class Cluster:
     local: Any = None
 
     def close(self) -> None:
+        import logging
+
+        # a worker slow to exit is killed by the nanny: routine for a cluster we own, not news for the user
+        logging.getLogger("distributed").setLevel(logging.ERROR)
         try:
             self.client.close()
         finally:

@@ -23,6 +23,7 @@ from logdoctor.triage import views
 # --- terminal --------------------------------------------------------------------------------------------------
 
 def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
+    df = views.dedupe(df)   # the same log given twice is counted once
     a = views.attempts(df)
     f = views.failures(df)
     inputs = df.attrs.get("inputs", [])
@@ -155,6 +156,7 @@ def _md(s) -> str:
 
 
 def markdown(df, *, top: int = 15) -> str:
+    df = views.dedupe(df)   # the same log given twice is counted once
     a, f = views.attempts(df), views.failures(df)
     inputs = df.attrs.get("inputs", [])
     out = ["# logdoctor triage", "",
@@ -245,6 +247,7 @@ def _line(v) -> str:
 
 
 def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) -> str:
+    df = views.dedupe(df)   # the same log given twice is counted once
     nonce = secrets.token_urlsafe(16)
     a, f = views.attempts(df), views.failures(df)
     inputs = df.attrs.get("inputs", [])

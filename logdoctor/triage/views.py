@@ -17,8 +17,11 @@ def dedupe(df):
 
     Rows of attempts are the same when a hash of everything the log said about the attempt (CONTENT_COLUMNS) is;
     the first source keeps them, and `df.attrs["duplicates"]` says how many rows were dropped. Rows of empty and
-    unreadable inputs are never dropped (each input is still listed)."""
+    unreadable inputs are never dropped (each input is still listed). The summaries (table, markdown, HTML) count
+    this frame; the row exports (csv, json, parquet) keep one row per attempt per input."""
     import pandas as pd
+    if "duplicates" in df.attrs:
+        return df
     att = df["status"].isin(["diagnosed", "healthy"])
     cols = [c for c in CONTENT_COLUMNS if c in df.columns]
     h = pd.util.hash_pandas_object(df[cols].astype(str), index=False)
@@ -109,8 +112,15 @@ def load_baseline(path: str) -> Baseline:
     if not isinstance(doc, dict) or doc.get("schema") != "logdoctor.triage/v1" or not isinstance(doc.get("attempts"), list):
         raise InputError(f"--baseline {path}: not a `logdoctor triage --format json` report (schema logdoctor.triage/v1)")
     b = Baseline(path=path)
+    seen = set()
     for r in doc["attempts"]:
-        if isinstance(r, dict) and r.get("outcome") == "failed" and r.get("signature"):
+        if not isinstance(r, dict):
+            continue
+        key = json.dumps([r.get(c) for c in CONTENT_COLUMNS], default=str)
+        if key in seen:       # the same attempt through two inputs counts once, as in the report itself
+            continue
+        seen.add(key)
+        if r.get("outcome") == "failed" and r.get("signature"):
             b.counts[r["signature"]] = b.counts.get(r["signature"], 0) + 1
             if r.get("host"):
                 b.hosts.setdefault(r["signature"], set()).add(str(r["host"]))
