@@ -89,3 +89,11 @@ def test_rules_test_takes_a_folder_of_cases(tmp_path):
     assert out.startswith("1 examples passed, 0 failed")
     rc, out, err = cli("rules", "test", str(rules), cwd=tmp_path)
     assert rc == 1 and "'my-case' not found" in err and "--cases DIR" in err
+
+
+def test_every_rule_id_in_a_help_example_exists():
+    rc, out, _ = cli("rules", "--help")
+    ids = re.findall(r"rules show (\S+)", out)
+    assert ids
+    for rid in ids:
+        assert cli("rules", "show", rid)[0] == 0, rid

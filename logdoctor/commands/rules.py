@@ -18,8 +18,10 @@ def rules() -> None:
     \b
     Examples:
       logdoctor rules list | grep kv_cache_oom
-      logdoctor rules show sglang.memory-pool.kv-too-small
-      logdoctor rules lint my-rules/ && logdoctor rules test my-rules/"""
+      logdoctor rules show sglang.kv-pool.not-enough-memory
+      logdoctor rules lint my-rules/ && logdoctor rules test my-rules/ --cases my-cases/
+
+    The rule format: `logdoctor docs rules`."""
 
 
 @rules.command("list")
