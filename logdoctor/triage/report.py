@@ -96,7 +96,7 @@ def _ts(t) -> str:
 
 
 def _where(source, member) -> str:
-    return f"{source}:{member}" if member else str(source)
+    return str(source) if _na(member) or not member else f"{source}:{member}"
 
 
 # --- tables ----------------------------------------------------------------------------------------------------
@@ -149,10 +149,16 @@ def to_parquet(df, path) -> None:
 # --- markdown --------------------------------------------------------------------------------------------------
 
 def _md(s) -> str:
-    """Log text as it reads (no HTML entities: the text is pasted into Slack, Jira, a terminal); only what would
+    """Text for a markdown cell: no HTML entities (it is pasted into Slack, Jira, a terminal); only what would
     break the table (|) or a code span (`) is changed."""
     s = "" if _na(s) else str(s)
     return " ".join(s.split()).replace("|", "\\|").replace("`", "'")
+
+
+def _mdcode(s) -> str:
+    """Log text as a code span: read as written, and a renderer shows a <tag> from a log as text, never as HTML."""
+    t = _md(s)
+    return f"`{t}`" if t else ""
 
 
 def markdown(df, *, top: int = 15) -> str:
@@ -175,18 +181,18 @@ def markdown(df, *, top: int = 15) -> str:
             out.append(f"| {s['count']} | `{_md(s['signature'])}`{tag} | {_md(s['hosts'])} | {_ts(s['first_seen'])} | "
                        f"{_ts(s['last_seen'])} | {_md(s['first_fix'])} | "
                        f"{_md(_where(s['example_source'], s['example_member']))}"
-                       f":{_md(s['example_line'])} {_md(s['example_evidence'])} |")
+                       f":{_md(s['example_line'])} {_mdcode(s['example_evidence'])} |")
         out.append("")
     sus = views.host_suspects(df)
     if sus:
         out += ["## Suspect hosts", ""]
         for s in sus:
             out.append(f"- **{_md(s.host)}** ({s.failed}/{s.attempts} failed): {_md('; '.join(s.reasons))}")
-            out += [f"  - `{_md(e)}`" for e in s.evidence[:5]]
+            out += [f"  - {_mdcode(e)}" for e in s.evidence[:5]]
         out.append("")
     bad = [i for i in inputs if i["status"] == "unreadable"]
     if bad:
-        out += ["## Unreadable inputs", ""] + [f"- {_md(_where(i['source'], i['member']))}: {_md(i['reason'])}"
+        out += ["## Unreadable inputs", ""] + [f"- {_md(_where(i['source'], i['member']))}: {_mdcode(i['reason'])}"
                                                 for i in bad] + [""]
     return "\n".join(out)
 
