@@ -98,7 +98,8 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
     if fmt == "parquet":
         report.to_parquet(df, out)
     elif fmt == "table":
-        _write(report.terminal(df, res), out)
+        from logdoctor.render.text import width
+        _write(report.terminal(df, res, width=width() if not out else 110), out)
     elif fmt == "csv":
         import io
         buf = io.StringIO()

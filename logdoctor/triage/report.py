@@ -50,7 +50,8 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
         for (_, s), mark in list(zip(sig.iterrows(), marks))[:top]:
             hosts = s["hosts"] or "-"
             lines.append(f"  {s['count']:6d}  {s['signature']}" + (f"  [{mark.upper()}]" if mark and mark != "seen" else "")
-                         + f"  hosts: {_cut(hosts, 40)}  {_ts(s['first_seen'])} .. {_ts(s['last_seen'])}")
+                         + f"  {_ts(s['first_seen'])} .. {_ts(s['last_seen'])}")
+            lines.append(f"          hosts: {_cut(hosts, width - 17)}")
             lines.append(f"          {_cut(str(s['error_template'] or ''), width - 10)}")
             if not _na(s["first_fix"]):
                 lines.append(f"          next: {_cut(str(s['first_fix']), width - 16)}")
@@ -60,7 +61,8 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
     if sus:
         lines += ["", "suspect hosts"]
         for s in sus:
-            lines.append(f"  {s.host}: {s.failed}/{s.attempts} attempts failed; " + "; ".join(s.reasons))
+            lines.append("  " + _cut(f"{s.host}: {s.failed}/{s.attempts} attempts failed; " + "; ".join(s.reasons),
+                                     width - 2))
             for e in s.evidence[:3]:
                 lines.append(f"      {_cut(e, width - 6)}")
     bad = [i for i in inputs if i["status"] == "unreadable"]
