@@ -12,7 +12,7 @@ from typing import Any
 from logdoctor import calibration, remedy
 from logdoctor.attempts import outcome, verdict_attempt
 from logdoctor.defects import engine_defect
-from logdoctor.diagnosis import Diagnosis, Evidence
+from logdoctor.diagnosis import Diagnosis, Evidence, version_fields
 from logdoctor.matching.conditions import Context
 from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
 from logdoctor.matching.loader import Rule, load_rules
@@ -76,7 +76,9 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
                             "lines read") if n]
     tail = [prefix_note] if prefix_note else []
-    common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed,
+    version, version_hint = version_fields(tl.engine_version)
+    common: dict[str, Any] = dict(engine=tl.engine, engine_version=version, engine_version_hint=version_hint,
+                                  failed=a.failed,
                                   rank=a.first_failing_rank, config=_config_view(a), window=window, origin=res.origin,
                                   attempt_index=vi)
     if not a.failed:

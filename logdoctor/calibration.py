@@ -51,15 +51,35 @@ def example_groups(cases, rules) -> set[str]:
     return out
 
 
+BINS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.0))
+
+
+def _claims(r) -> bool:
+    """A verdict that names a cause with a confidence: failed, and neither `unknown` (an abstention, confidence 0)
+    nor healthy (its confidence says the service came up, not that a cause is right)."""
+    return r.cause is not None and r.cause != "unknown" and not str(r.cause).startswith("error:")
+
+
 def reliability(results, unseen_ids: set[str] | None = None, threshold: float = 0.8) -> dict:
-    """Share of verdicts with confidence >= threshold that are right (cause, incl. healthy = healthy), plus bins."""
+    """How often a named cause at a given confidence is the labelled one.
+
+    Only verdicts that name a cause are binned (a healthy case called healthy, or an abstention, would fill the low
+    bins with "right" and make every bin read 1.0); a named cause on a case labelled healthy or unknown is wrong.
+    Healthy verdicts, abstentions and missed failures are counted beside the bins."""
     rs = [r for r in results if unseen_ids is None or r.id in unseen_ids]
-    hi = [r for r in rs if r.confidence >= threshold]
+    named = [r for r in rs if _claims(r)]
+    hi = [r for r in named if r.confidence >= threshold]
     bins = {}
-    for lo, hi_ in ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01)):
-        b = [r for r in rs if lo <= r.confidence < hi_ and (r.cause is not None or r.label_cause is None)]
-        bins[f"{lo:.1f}-{min(hi_, 1.0):.1f}"] = {"cases": len(b),
-                                                  "right": round(sum(r.cause_ok for r in b) / len(b), 3) if b else None}
-    return {"cases": len(rs), f"conf>={threshold}": len(hi),
+    for lo, up in BINS:
+        b = [r for r in named if lo <= r.confidence < up or (up == 1.0 and r.confidence == 1.0)]
+        right = sum(r.cause_ok for r in b)
+        bins[f"{lo:.1f}-{up:.1f}"] = {"cases": len(b), "right": right,
+                                      "share": round(right / len(b), 3) if b else None,
+                                      "mean_confidence": round(sum(r.confidence for r in b) / len(b), 3) if b else None}
+    healthy = [r for r in rs if r.cause is None]
+    unknown = [r for r in rs if r.cause == "unknown"]
+    return {"cases": len(rs), "named_cause": len(named), f"conf>={threshold}": len(hi),
             f"right_at_conf>={threshold}": round(sum(r.cause_ok for r in hi) / len(hi), 3) if hi else None,
-            "wrong_at_conf": sorted(r.id for r in hi if not r.cause_ok), "bins": bins}
+            "wrong_at_conf": sorted(r.id for r in hi if not r.cause_ok), "bins": bins,
+            "healthy_verdicts": {"cases": len(healthy), "right": sum(r.cause_ok for r in healthy)},
+            "unknown_verdicts": {"cases": len(unknown), "label_unknown": sum(r.label_cause == "unknown" for r in unknown)}}

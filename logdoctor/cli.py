@@ -58,11 +58,12 @@ def main() -> None:
     crashed while serving.
 
     \b
-      journalctl -u sglang-qwen -n 400 --no-pager | logdoctor explain
+      journalctl -u sglang-qwen -n 1000 --no-pager | logdoctor explain
       logdoctor explain --unit vllm -n 1000
       logdoctor explain server.log.gz --format json
 
-    Docs: docs/cli.md (commands, exit codes), docs/reading-a-verdict.md."""
+    Docs travel with the install: `logdoctor docs` lists the topics, `logdoctor docs cli` (commands, exit codes),
+    `logdoctor docs reading-a-verdict`; man pages: `man logdoctor`, `man logdoctor-explain`."""
 
 
 from logdoctor.commands.history import history_options as _history_options  # noqa: E402
@@ -110,7 +111,7 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
 
     \b
     Examples:
-      journalctl -u sglang-qwen -n 400 --no-pager | logdoctor explain
+      journalctl -u sglang-qwen -n 1000 --no-pager | logdoctor explain
       logdoctor explain --unit vllm-llama --boot -1
       logdoctor explain /var/log/sglang/server.log.gz --format json
 
@@ -145,4 +146,5 @@ _LAZY = {"rules": ("logdoctor.commands.rules", "rules"), "eval": ("logdoctor.com
          "fix": ("logdoctor.commands.fix", "fix_cmd"), "watch": ("logdoctor.commands.watch", "watch_cmd"),
          "notify": ("logdoctor.commands.notify", "notify_cmd"),
          "triage": ("logdoctor.commands.triage", "triage_cmd"),
-         "preflight": ("logdoctor.commands.preflight", "preflight_cmd"), "atlas": ("logdoctor.commands.atlas", "atlas")}
+         "preflight": ("logdoctor.commands.preflight", "preflight_cmd"), "atlas": ("logdoctor.commands.atlas", "atlas"),
+         "docs": ("logdoctor.commands.docs", "docs_cmd")}

@@ -32,6 +32,16 @@ class Evidence:
     text: str
 
 
+def version_fields(dated: str | None) -> tuple[str | None, str | None]:
+    """(engine_version, engine_version_hint): a version the log printed, or None plus how the build was dated.
+
+    Engines that print no version are dated by wording they introduced (engines/<engine>.py `infer_version`,
+    ">=0.5.23"); that is a lower bound, not a version, so it never goes into `engine_version`."""
+    if dated and dated.startswith(">="):
+        return None, f"{dated[2:]} or later, from wording"
+    return dated, None
+
+
 @dataclass
 class Diagnosis:
     """The verdict `explain` reports: cause, phase, confidence, evidence, fixes and attempts."""
@@ -61,6 +71,7 @@ class Diagnosis:
     attempt_index: int | None = None   # which attempt of the window the verdict is about (0-based)
     history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
     source: dict | None = None    # where the engine raises the decisive error (the atlas, docs/atlas.md); in JSON when present
+    engine_version_hint: str | None = None   # "0.5.23 or later, from wording" when no version was printed
 
     @property
     def exit_code(self) -> int:
@@ -78,6 +89,7 @@ class Diagnosis:
             "schema": SCHEMA,
             "engine": self.engine,
             "engine_version": self.engine_version,
+            "engine_version_hint": self.engine_version_hint,
             "failed": self.failed,
             "phase": self.phase,
             "cause": self.cause if self.failed else None,

@@ -22,7 +22,7 @@ from logdoctor.formats.clean import clean, mostly_control
 from logdoctor.intake import Damage, repair, repair_lines, sniff
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
 
-EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 200 --no-pager | logdoctor explain"
+EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 1000 --no-pager | logdoctor explain"
 _NOT_SPACE = re.compile(rb"\S")
 _SHORT_FORMATS = ("journal-short", "journal-short-precise", "journal-short-iso", "journal-short-iso-precise",
                   "journal-short-full", "journal-with-unit", "journal-short-monotonic", "journal-short-unix")

@@ -27,6 +27,9 @@ FORMATTED=(
   logdoctor/history/__init__.py logdoctor/history/store.py logdoctor/history/sqlite.py logdoctor/history/postgres.py
   logdoctor/history/spool.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
   tests/test_history_trust.py tests/test_live_journal.py
+  logdoctor/commands/docs.py logdoctor/triage/cluster.py tools/make_man.py
+  tests/test_docs_cmd.py tests/test_install_doc.py tests/test_calibration_bins.py tests/test_text_fit.py
+  tests/test_triage_polish.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -34,7 +34,7 @@ def assert_one_line_error(rc, err, code=2, needle=""):
 
 def test_empty_pipe():
     rc, out, err = run(["explain"], b"")
-    assert_one_line_error(rc, err, needle="no log lines on stdin — try: journalctl -u UNIT -n 200 --no-pager")
+    assert_one_line_error(rc, err, needle="no log lines on stdin — try: journalctl -u UNIT -n 1000 --no-pager")
 
 
 def test_whitespace_only():

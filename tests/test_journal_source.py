@@ -564,7 +564,7 @@ def test_live_journal(backend):
         return
     msg = _assert_input_error(lambda: read(backend, unit="sglang-qwen", lines=200))
     assert "no systemd journal" in msg
-    assert "journalctl -u sglang-qwen -n 200 --no-pager | logdoctor explain" in msg
+    assert "journalctl -u sglang-qwen -n 1000 --no-pager | logdoctor explain" in msg
 
 
 def _hide_binding(monkeypatch):

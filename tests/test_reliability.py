@@ -47,7 +47,7 @@ ROWS: dict[str, tuple[int, list[str], bool]] = {
     "line-1.5mb-mid-journal": (1, ["logdoctor: warning: echo.log: 1 line longer than 64 KiB cut to the first 64 KiB"
                                    " (1434574 bytes cut; first at line 46, longest 1.5 MB)"], True),
     "10m-short-lines": (0, [], True),
-    "empty-pipe": (2, ["logdoctor: no log lines on stdin — try: journalctl -u UNIT -n 200 --no-pager | logdoctor"
+    "empty-pipe": (2, ["logdoctor: no log lines on stdin — try: journalctl -u UNIT -n 1000 --no-pager | logdoctor"
                        " explain"], False),
     "directory": (2, ["logdoctor: logs: is a directory (use --journal-dir for a journal directory)"], False),
     "permission-denied": (2, ["logdoctor: locked.log: permission denied"], False),

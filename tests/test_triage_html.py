@@ -87,12 +87,25 @@ def test_report_in_headless_chromium(report, tmp_path):
         assert f'id="{tid}"' in d, tid
     assert "&lt;script&gt;document.body.setAttribute" in d
     assert "broken.gz" in d and "corrupt" in d
+    # issue 23: an issue list first — signatures, then suspect hosts, plots after; rows link to their attempts
+    assert d.index('id="signatures"') < d.index('id="suspects"') < d.index('id="plot-time"')
+    links = re.findall(r'<td class="sig"><a href="#(sig-[^"]+)">', d)
+    assert links and all(f'<details id="{x}">' in d for x in links)
+    assert "(no host)" not in d and not re.search(r"\.log:\d+\.0\b", d)
+    assert "first fix or action" in d
+    # the first screen (1400 x 900) holds the signature table; the plots start below it
+    with tempfile.TemporaryDirectory() as profile:
+        first = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--window-size=1400,900",
+                                "--virtual-time-budget=3000", "--dump-dom", url], capture_output=True, text=True,
+                               timeout=120).stdout
+    top = {k: int(v) for k, v in re.findall(r'data-top-([\w-]+)="(-?\d+)"', re.search(r"<body[^>]*>", first).group(0))}
+    assert 0 < top["signatures"] < 300 and top["plot-time"] > top["signatures"] + 200, top
     art = Path(os.environ.get("LOGDOCTOR_ARTIFACTS", Path(tempfile.gettempdir()) / "logdoctor-artifacts"))
     art.mkdir(parents=True, exist_ok=True)
     shot = art / "triage-report.png"
     shot.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as profile:
-        s = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--window-size=1400,2200",
+        s = subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", "--window-size=1400,900",
                             f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
     assert s.returncode == 0 and shot.exists() and shot.stat().st_size > 20000, s.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

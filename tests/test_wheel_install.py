@@ -6,6 +6,7 @@ rule base, schemas and model travel as package data. Slow-ish (two venvs); pip's
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,3 +99,28 @@ def test_full_install_has_the_extras(wheel, tmp_path):
     ev = _run([str(v / "bin" / "logdoctor"), "eval", str(one)], cwd=work)
     assert ev.returncode == 0, ev.stderr
     assert "confusion" in ev.stdout and "kv_cache_oom" in ev.stdout
+
+
+def test_docs_man_pages_and_rules_test_travel_with_the_wheel(wheel, tmp_path):
+    """Issue 23: an installed copy has its docs, man pages, and the cases `rules test` needs (it passed 0 of 208)."""
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {f"logdoctor/data/docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= set(names)
+    assert any(n.endswith(".data/data/share/man/man1/logdoctor-explain.1") for n in names)
+    v = _venv(tmp_path, "plain", str(wheel))
+    exe = str(v / "bin" / "logdoctor")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    doc = _run([exe, "docs", "cli"], cwd=work)
+    assert doc.returncode == 0 and doc.stdout == (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert (v / "share" / "man" / "man1" / "logdoctor.1").is_file()
+    if shutil.which("man"):
+        env = {**os.environ, "PATH": f"{v / 'bin'}:{os.environ.get('PATH', '')}", "MANWIDTH": "80"}
+        env.pop("MANPATH", None)
+        page = subprocess.run(["man", "logdoctor-explain"], capture_output=True, text=True, env=env, cwd=work)
+        assert page.returncode == 0 and "SOURCE" in page.stdout, page.stderr
+    rt = _run([exe, "rules", "test"], cwd=work)
+    assert rt.returncode == 0, rt.stderr[-2000:]
+    m = re.match(r"(\d+) examples passed, 0 failed; (\d+) healthy fixtures checked", rt.stdout)
+    assert m, rt.stdout
+    passed, healthy = int(m.group(1)), int(m.group(2))
+    assert passed >= N_RULES and healthy > 0

@@ -34,7 +34,10 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
     Examples:
       logdoctor eval fixtures/journals
       logdoctor eval fixtures/journals --mode ablation
-      logdoctor eval fixtures/journals --format json > eval.json"""
+      logdoctor eval fixtures/journals --format json > eval.json
+      logdoctor eval fixtures/journals --calibration
+
+    Exit codes: 0 evaluated · 2 usage error (no cases, a missing extra) · 4 internal error."""
     from logdoctor.extras import require
     if cv:
         require("train", "eval --cv")
@@ -98,8 +101,14 @@ def _calibration(case_dirs, rule_dirs, k: int, fmt: str) -> None:
         r = rep[name]
         label = "all cases" if name == "all" else "cases sharing no variant_of with any rule example"
         click.echo(f"== {label}: {r['cases']} ({k}-fold grouped, classifier trained without the case's group)")
-        click.echo(f"   confidence >= 0.8: {r['conf>=0.8']} verdicts, right {r['right_at_conf>=0.8']}")
+        click.echo(f"   {r['named_cause']} verdicts name a cause; confidence >= 0.8: {r['conf>=0.8']} verdicts, "
+                   f"share right {r['right_at_conf>=0.8']}")
         for b, v in r["bins"].items():
-            click.echo(f"   confidence {b}: {v['cases']:>4} verdicts, right {v['right']}")
+            share = "-" if v["share"] is None else f"{v['share']:.2f}"
+            mean = "" if v["mean_confidence"] is None else f" (mean confidence {v['mean_confidence']:.2f})"
+            click.echo(f"   confidence {b}: {v['cases']:>4} verdicts, {v['right']:>4} right, share {share}{mean}")
+        hv, uv = r["healthy_verdicts"], r["unknown_verdicts"]
+        click.echo(f"   not binned: {hv['cases']} healthy verdicts ({hv['right']} right), {uv['cases']} cause unknown "
+                   f"({uv['label_unknown']} labelled unknown)")
         if r["wrong_at_conf"]:
             click.echo("   wrong at >= 0.8: " + ", ".join(r["wrong_at_conf"]))

@@ -97,7 +97,19 @@ def history(ctx, history_path, host, unit, since, limit, offset, fmt):
     removes them, `history sync` replays a server's local spool.
 
     A listing is paged: the table shows the latest 50 (--limit N, --offset M to page back; --limit 0 = all); json
-    and csv stream every match unless --limit is given."""
+    and csv stream every match unless --limit is given. The history is what makes "never a value already tried" hold
+    across runs: explain, watch, fix and notify record each attempt (per host and unit) unless given --no-history.
+    --history takes a path or a postgresql:// URL (a fleet's shared history).
+
+    \b
+    Examples:
+      logdoctor history --unit sglang-qwen
+      logdoctor history --host gpu-node-07 --format csv > attempts.csv
+      logdoctor history hosts
+      logdoctor history forget --before '30 days ago'
+
+    Exit codes: 0 listed (or removed) · 2 usage error, or a history that cannot be read or reached · 4 internal
+    error."""
     ctx.obj = {"history_path": history_path}
     if ctx.invoked_subcommand is not None:
         return
@@ -174,7 +186,15 @@ def _table(rows, unit, host) -> int:
 @click.option("--all", "everything", is_flag=True, help="every attempt")
 @click.pass_context
 def forget(ctx, host, unit, key, before, everything):
-    """Remove recorded attempts (at least one filter, or --all)."""
+    """Remove recorded attempts (at least one filter, or --all).
+
+    \b
+    Examples:
+      logdoctor history forget --unit sglang-qwen
+      logdoctor history forget --key 61a24a35f893
+
+    Exit codes: 0 removed (the count is printed) · 2 no filter given, a key that is empty, a wildcard, shorter than 8
+    characters or names several attempts, or a bad --before time."""
     if unit:
         from logdoctor.sources.journal import mangle_unit
 

@@ -22,7 +22,18 @@ from logdoctor.commands.history import history_options, open_from_options
                    "(the default when no journald runs)")
 @history_options
 def notify_cmd(unit, journal_file, journal_dir, lines, export, history_path, no_history):
-    """Diagnose UNIT's latest failure from the journal and write the verdict back as LOGDOCTOR_* fields."""
+    """Diagnose UNIT's latest failure from the journal and write the verdict back as LOGDOCTOR_* fields.
+
+    What the OnFailure= template unit runs (logdoctor docs systemd); afterwards `journalctl -u UNIT` shows the
+    verdict and `journalctl LOGDOCTOR_CAUSE=hardware_fault` finds every such failure.
+
+    \b
+    Examples:
+      logdoctor notify sglang-qwen.service
+      logdoctor notify vllm-llama --journal-file host.journal --export verdict.export
+
+    Exit codes: 0 the verdict was written, whatever it says (an OnFailure= helper should not fail) · 2 usage/input
+    error (no journal, the unit not in the journal) · 4 internal error."""
     from logdoctor.errors import InputError
     from logdoctor.notify import export_bytes, journald_available, send, verdict_fields
     from logdoctor.read import read_entries

@@ -18,8 +18,10 @@ def rules() -> None:
     \b
     Examples:
       logdoctor rules list | grep kv_cache_oom
-      logdoctor rules show sglang.memory-pool.kv-too-small
-      logdoctor rules lint my-rules/ && logdoctor rules test my-rules/"""
+      logdoctor rules show sglang.kv-pool.not-enough-memory
+      logdoctor rules lint my-rules/ && logdoctor rules test my-rules/ --cases my-cases/
+
+    The rule format: `logdoctor docs rules`."""
 
 
 @rules.command("list")
@@ -112,9 +114,24 @@ def fixture_roots() -> list[Path]:
 
 @rules.command("test")
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
-@click.option("-v", "--verbose", is_flag=True)
-def test_cmd(directory, verbose):
-    """Every rule must win on each of its examples and must not fire on any healthy fixture."""
+@click.option("--cases", "case_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="a folder of labelled cases (CASE/journal.log + CASE/label.yaml), searched before the bundled "
+                   "ones (repeatable)")
+@click.option("-v", "--verbose", is_flag=True, help="a line per example that passed, with its margin")
+def test_cmd(directory, case_dirs, verbose):
+    """Every rule must win on each of its examples and must not fire on any healthy fixture.
+
+    DIRECTORY is a folder of your own rules (tested on top of the bundled ones); without it the bundled rules are
+    tested. An example names a case folder: it is looked up under --cases first, then in the fixtures this install
+    carries. Healthy cases (failed: false) under either must not make a tested rule fire.
+
+    \b
+    Examples:
+      logdoctor rules test
+      logdoctor rules test myrules/ --cases mycases/
+
+    Exit codes: 0 every example passed · 1 some failed (listed on stderr, FAIL lines) · 2 usage error or a rule
+    that does not load."""
     from logdoctor.api import diagnose
     from logdoctor.matching.conditions import Context
     from logdoctor.matching.rank import candidates
@@ -123,7 +140,7 @@ def test_cmd(directory, verbose):
     extra = (directory,) if directory else ()
     all_rules = load_rules(extra, strict=True)
     tested = [r for r in all_rules if not directory or Path(r.path).resolve().is_relative_to(Path(directory).resolve())]
-    roots = fixture_roots()
+    roots = [Path(c) for c in case_dirs] + [r for r in fixture_roots() if r.is_dir()]
     failures: list[str] = []
     passed = 0
     cache: dict[Path, object] = {}
@@ -134,7 +151,8 @@ def test_cmd(directory, verbose):
         for ex in r.examples:
             fx = find_fixture(ex, roots)
             if fx is None:
-                failures.append(f"{r.id}: example {ex!r} not found under {', '.join(map(str, roots))}")
+                failures.append(f"{r.id}: example {ex!r} not found under {', '.join(map(str, roots)) or '(no cases)'}"
+                                " (give the folder that holds it with --cases DIR)")
                 continue
             if fx not in cache:
                 cache[fx] = diagnose(fx / "journal.log", loaded_rules=all_rules)

@@ -26,7 +26,19 @@ ENGINES = ("auto", *ENGINE_NAMES)   # the engine registry (engines/__init__.py)
 @history_options
 def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engine, fmt, verbose, history_path,
               no_history):
-    """Follow UNIT from its latest start until it is ready or has failed; print the diagnosis."""
+    """Follow UNIT from its latest start until it is ready or has failed; print the diagnosis.
+
+    Reads the live journal (systemd-python) or --journal-file / --journal-dir. Ready is the engine's own ready line,
+    or HTTP 200 from --health-url; failed is a diagnosed failure or the unit's failed result.
+
+    \b
+    Examples:
+      systemctl restart sglang-qwen && logdoctor watch sglang-qwen --timeout 900
+      logdoctor watch vllm-llama --health-url http://127.0.0.1:8000/health --format json
+      logdoctor watch sglang-qwen --journal-file /var/log/journal/remote/host.journal
+
+    Exit codes: 0 ready · 1 failed, known cause · 3 failed, cause unknown · 5 timed out · 2 usage/input error ·
+    4 internal error · 130 interrupted (Ctrl-C)."""
     from logdoctor.errors import UsageError
     from logdoctor.watching import watch
 

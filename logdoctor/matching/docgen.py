@@ -177,6 +177,12 @@ def diagnosis_schema() -> dict[str, Any]:
             "schema": {"const": "logdoctor.diagnosis/v1"},
             "engine": {"enum": [*_engine_names(), "unknown"]},
             "engine_version": nullable_str,
+            "engine_version_hint": {
+                **nullable_str,
+                "description": "when the log printed no version: how the build "
+                'was dated from its wording ("0.5.23 or later, from wording"); then '
+                "engine_version is null",
+            },
             "failed": {"type": "boolean"},
             "phase": {"enum": list(vocab.PHASES_OR_UNKNOWN)},
             "cause": {"oneOf": [{"type": "null"}, {"enum": [*vocab.CAUSES, vocab.UNKNOWN]}]},

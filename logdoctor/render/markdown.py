@@ -1,9 +1,18 @@
 """Markdown for pasting into an incident ticket."""
 from __future__ import annotations
 
+import re
+
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
+
+_COMMAND = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] ")
+
+
+def _action(a: str) -> str:
+    """A command goes in a code span (copied as is); prose stays prose ("start on another host, ...")."""
+    return f"`{a}`" if _COMMAND.match(a) else a
 
 
 def render(d: Diagnosis) -> str:
@@ -14,7 +23,8 @@ def render(d: Diagnosis) -> str:
     lines.append(f"### ❌ {d.engine} failed {PHASE_WORDS.get(d.phase, d.phase)}: `{d.cause}`"
                  + (f" (confidence {d.confidence:.2f})" if d.cause != "unknown" else ""))
     lines.append("")
-    meta = [f"**engine** {d.engine} {d.engine_version or ''}".rstrip(), f"**phase** `{d.phase}`"]
+    version = d.engine_version or (f"({d.engine_version_hint})" if d.engine_version_hint else "")
+    meta = [f"**engine** {d.engine} {version}".rstrip(), f"**phase** `{d.phase}`"]
     if d.rank:
         meta.append(f"**first failing rank** {d.rank}")
     if d.rule:
@@ -37,6 +47,6 @@ def render(d: Diagnosis) -> str:
     if d.no_flag_change:
         lines.append("- do not change flags: the config is not what fails here")
     lines += [f"- `{render_fix(f)}` — {f.why}" for f in d.fixes]
-    lines += [f"- `{a}`" for a in d.actions]
+    lines += [f"- {_action(a)}" for a in d.actions]
     lines += [f"- note: {n}" for n in d.notes]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,12 @@
-"""Text output: verdict, where, evidence with line numbers, why, next. Colour only on a TTY without NO_COLOR."""
+"""Text output: verdict, where, evidence with line numbers, why, next. Colour only on a TTY without NO_COLOR.
+
+Fitted to the terminal (issue 23): the width is `$COLUMNS`, else the terminal's, else 100 when piped; prose wraps on
+words (a flag is never split at its hyphens), evidence lines are cut visibly with "…", and every fix and action the
+JSON carries is printed — the text is the JSON for a person, not a summary of it."""
 from __future__ import annotations
 
 import os
+import shutil
 import textwrap
 
 from logdoctor.diagnosis import Diagnosis
@@ -9,62 +14,93 @@ from logdoctor.evidence import cut
 from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
+MIN_WIDTH, MAX_WIDTH, PIPE_WIDTH = 40, 200, 100
+FIX_COLUMN = 38          # a fix up to this long gets its reason beside it; a longer one gets it on the next line
+
 
 def use_color(stream) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ \
         and os.environ.get("TERM") != "dumb"
 
 
+def width() -> int:
+    """`$COLUMNS` when it is a number, else the terminal's width, else PIPE_WIDTH; clamped to [40, 200]."""
+    cols = os.environ.get("COLUMNS", "")
+    w = int(cols) if cols.strip().isdigit() else shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    return max(MIN_WIDTH, min(MAX_WIDTH, w or PIPE_WIDTH))
+
+
 def _c(s: str, code: str, on: bool) -> str:
     return f"\x1b[{code}m{s}\x1b[0m" if on else s
 
 
-def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "") -> str:
+def wrap(text: str, w: int, first: str, rest: str | None = None) -> list[str]:
+    """Words wrapped to w columns; flags like --mem-fraction-static stay whole (no hyphen breaks)."""
+    return textwrap.wrap(text, w, initial_indent=first, subsequent_indent=first if rest is None else rest,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _fix_lines(fix: str, why: str, w: int) -> list[str]:
+    if len(fix) <= FIX_COLUMN and w >= 70:
+        return wrap(f"{fix:<{FIX_COLUMN}} {why}", w, "   ", " " * (4 + FIX_COLUMN))
+    return wrap(fix, w, "   ", "     ") + (wrap(why, w, "       ") if why else [])
+
+
+def _engine(d: Diagnosis) -> str:
+    if d.engine_version:
+        return f"{d.engine} {d.engine_version}"
+    return f"{d.engine} ({d.engine_version_hint})" if d.engine_version_hint else d.engine
+
+
+def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "",
+           width_: int | None = None) -> str:
+    w = width_ or width()
     out: list[str] = []
     if not d.failed:
-        out.append(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"))
-        out.append(f"        {d.engine}" + (f" {d.engine_version}" if d.engine_version else "") +
-                   f" · {d.window.get('lines', 0)} lines" +
-                   ("" if d.window.get("start_seen") else " · log starts after launch"))
+        out += wrap(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"), w, "", "        ")
+        out += wrap(_engine(d) +
+                    f" · {d.window.get('lines', 0)} lines" +
+                    ("" if d.window.get("start_seen") else " · log starts after launch"), w, "        ")
         for n in d.notes:
-            out.append(f"        note: {n}")
+            out += wrap(f"note: {n}", w, "        ", "          ")
     else:
         where = PHASE_WORDS.get(d.phase, d.phase)
-        if d.cause == "unknown":
-            out.append(_c("FAILED", "31;1", color) + f"  {where}: cause unknown")
-        else:
-            out.append(_c("FAILED", "31;1", color) + f"  {where}: {d.cause} (confidence {d.confidence:.2f})")
-        sub = [d.engine + (f" {d.engine_version}" if d.engine_version else "")]
+        head = f"{where}: cause unknown" if d.cause == "unknown" else \
+            f"{where}: {d.cause} (confidence {d.confidence:.2f})"
+        body = wrap(head, w - 8, "")
+        out.append(_c("FAILED", "31;1", color) + "  " + body[0])
+        out += ["        " + b for b in body[1:]]
+        sub = [_engine(d)]
         if d.rank:
             sub.append(f"first failing rank {d.rank}")
         if d.title:
             sub.append(d.title)
         if not d.window.get("start_seen", True):
-            sub.append("log starts after launch: flags unknown (use -n 1000)")
+            sub.append("log starts after launch: flags unknown (capture more: -n 1000)")
         if len(d.attempts) > 1:
             n = d.attempt_index + 1 if d.attempt_index is not None else len(d.attempts)
             sub.append(f"attempt {n} of {len(d.attempts)} in this window")
-        out.append("        " + " · ".join(sub))
+        out += wrap(" · ".join(sub), w, "        ")
     if d.evidence:
         out.append("")
         out.append(_c("evidence", "1", color))
         for e in d.evidence:
-            out.append(f"  {e.line:>5}  {cut(e.text, 160)}")   # whole, or cut visibly with "…"
+            out.append(f"  {e.line:>5}  {cut(e.text, max(10, w - 9))}")   # whole, or cut visibly with "…"
     if d.failed and d.explanation:
         out.append("")
         out.append(_c("why", "1", color))
-        out += ["   " + l for l in textwrap.wrap(d.explanation, 110)]
+        out += wrap(d.explanation, w, "   ")
     if d.failed:
         out.append("")
         out.append(_c("next", "1", color))
         if d.no_flag_change:
-            out.append("   do not change flags: the config is not what fails here")
-        for f in d.fixes[:3]:
-            out.append(f"   {render_fix(f):<38} {f.why}")
-        for a in d.actions[:4]:
-            out.append(f"   {a}")
+            out += wrap("do not change flags: the config is not what fails here", w, "   ")
+        for f in d.fixes:
+            out += _fix_lines(render_fix(f), f.why, w)
+        for a in d.actions:
+            out += wrap(a, w, "   ", "     ")
         for n in d.notes:
-            out.append(f"   note: {n}")
+            out += wrap(f"note: {n}", w, "   ", "         ")
         if len(d.attempts) > 1:
             out.append("")
             out.append(_c("attempts", "1", color))
@@ -75,13 +111,14 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
     if verbose:
         if d.alternatives:
             out.append("")
-            out.append("alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives))
+            out += wrap("alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives),
+                        w, "", "  ")
         if d.candidates:
             out.append("candidates:")
             for c in d.candidates:
                 out.append(f"   {c['score']:>6.1f}  {c['rule']}  ({c['cause']})")
         if d.config:
-            out.append("config: " + ", ".join(f"{k}={v}" for k, v in d.config.items()))
+            out += wrap("config: " + ", ".join(f"{k}={v}" for k, v in d.config.items()), w, "", "  ")
         if timeline_text:
             out.append("")
             out.append(timeline_text)

@@ -55,7 +55,7 @@ _TOO_LARGE = "field too large"
 
 
 def _pipe_hint(unit: str | None) -> str:
-    return f"journalctl -u {unit or 'UNIT'} -n 200 --no-pager | logdoctor explain"
+    return f"journalctl -u {unit or 'UNIT'} -n 1000 --no-pager | logdoctor explain"
 
 
 # ---------------------------------------------------------------------------------------------------------------
