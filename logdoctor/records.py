@@ -6,6 +6,7 @@ evidence), who wrote it (host, unit, pid, rank/process) and what the log format 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -50,6 +51,28 @@ class Record:
     def stream_key(self) -> tuple:
         """Which writer this line belongs to, for reassembling multi-line structures per process."""
         return (self.host, self.pid, self.rank or self.proc)
+
+
+# Words of a kernel report (GPU driver, OOM killer): the cheap test before kernel_sourced's shape test.
+KERNEL_WORDS = ("NVRM:", "oom-kill", "Out of memory: Killed")
+# A whole line as dmesg prints it: [seconds] or [ctime] (dmesg -T) or neither (dmesg -t, journalctl -k -o cat),
+# an optional "kernel: ", then the report itself at the start of the message.
+_DMESG_LINE = re.compile(
+    r"(?:<\d>)?(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\])?\s?"
+    r"(?:kernel: )?(?:NVRM: |Out of memory: Killed process |oom-kill:|[\w:./-]{1,64} invoked oom-killer)"
+)
+
+
+def kernel_sourced(r: Record) -> bool:
+    """The record is the kernel's own report, so its Xid/NVRM/OOM-kill text is evidence: it came through the kernel
+    transport (a `kernel:` journal identifier, _TRANSPORT=kernel), or it is a whole line of dmesg shape in a raw
+    paste. An engine's line that quotes such text (a logged prompt, an exception message) is never one: it has a
+    journal identifier of its own, or an engine prefix, or the quote is not at the start of the line."""
+    if r.transport == KERNEL:
+        return True
+    if r.transport != SERVICE or r.ident is not None or r.continuation or r.prefix_engine or r.extra.get("wrapper"):
+        return False
+    return _DMESG_LINE.match(r.text or r.msg) is not None
 
 
 @dataclass(slots=True)

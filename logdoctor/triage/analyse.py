@@ -13,8 +13,9 @@ from collections import Counter
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from logdoctor.records import KERNEL, SERVICE, SYSTEMD, ReadResult, Record, Stats
+from logdoctor.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, kernel_sourced
 from logdoctor.triage.signatures import engine_frames, mask, signature
+from logdoctor.vocab import XID_APP
 
 COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "attempt", "start_time", "year_source",
            "phase", "outcome", "status", "cause", "confidence", "rule", "rank", "first_fix", "signature",
@@ -159,8 +160,13 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     elif d.actions:
         fix = d.actions[0]
     ev = d.evidence[0] if d.evidence else None
-    hw = [r.msg.strip()[:200] for r in a.records if r.transport == KERNEL and _HW.search(r.msg)] + \
-        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text]
+    # hardware evidence: the kernel's own lines only (records.kernel_sourced, as explain reads them), and never an
+    # application-class Xid (13, 31, 43, 45, ...: NVIDIA's catalogue calls them the program's fault, and explain
+    # says illegal_memory_access for them), whose line is left out even when it came from the kernel
+    app_xid = {e.line for e in a.kernel if e.name == "xid" and e.values.get("xid") in XID_APP}
+    hw = [r.msg.strip()[:200] for r in a.records
+          if kernel_sourced(r) and r.line not in app_xid and _HW.search(r.msg)] + \
+        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text and e.line not in app_xid]
     cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
     model = a.config.raw.get("model_path") or a.config.raw.get("model")
     config_id = None
