@@ -91,6 +91,9 @@ class Stats:
     long_lines: int = 0           # lines longer than limits.MATCH_CAP (rules match their first MATCH_CAP chars)
     encoding: str = "utf-8"       # detected input encoding (utf-16-le, utf-8-bom, ...)
     stopped: str | None = None    # where a truncated or capped compressed input stopped
+    # what the streaming store (stream.Keep) did not keep: not line accounting, so left out of ==
+    ring_dropped: int = field(default=0, compare=False)       # routine serving lines its ring let go
+    evidence_dropped: int = field(default=0, compare=False)   # evidence lines from the middle of a huge input
     formats: dict[str, int] = field(default_factory=dict)
     prefixes: dict[str, int] = field(default_factory=dict)   # process-manager prefixes peeled (ray, torchrun, ...)
     unknown_prefix: str | None = None   # a prefix most lines share that no parser knows (digits shown as N)
@@ -116,6 +119,9 @@ class Stats:
             s += f"; encoding {self.encoding}"
         if self.stopped:
             s += f"; input stopped early: {self.stopped}"
+        if self.ring_dropped or self.evidence_dropped:
+            s += (f"; not kept (bounded store): {self.ring_dropped} routine serving lines, "
+                  f"{self.evidence_dropped} evidence lines")
         if fm:
             s += f"; formats: {fm}"
         if self.prefixes:

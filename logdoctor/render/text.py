@@ -7,7 +7,10 @@ import textwrap
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.evidence import cut
 from logdoctor.remedy import render_fix
+from logdoctor.render.safe_text import visible
 from logdoctor.vocab import PHASE_WORDS
+
+_HEADINGS = frozenset(("evidence", "why", "next", "attempts"))
 
 
 def use_color(stream) -> bool:
@@ -20,7 +23,10 @@ def _c(s: str, code: str, on: bool) -> str:
 
 
 def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "") -> str:
+    """The verdict as text. Built plain, then every control character the log brought is made visible (F21), and
+    only then are the renderer's own colours added (the first word and the section headings)."""
     out: list[str] = []
+    on, color = color, False
     if not d.failed:
         out.append(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"))
         out.append(f"        {d.engine}" + (f" {d.engine_version}" if d.engine_version else "") +
@@ -85,4 +91,18 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         if timeline_text:
             out.append("")
             out.append(timeline_text)
-    return "\n".join(out) + "\n"
+    text = visible("\n".join(out) + "\n")
+    return _colour(text) if on else text
+
+
+def _colour(text: str) -> str:
+    """Colour the verdict word of the first line and the section headings (lines that are exactly a heading: log
+    text is always indented under them)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i == 0 and line.startswith(("FAILED", "OK")):
+            word = "FAILED" if line.startswith("FAILED") else "OK"
+            lines[i] = _c(word, "31;1" if word == "FAILED" else "32;1", True) + line[len(word):]
+        elif line in _HEADINGS:
+            lines[i] = _c(line, "1", True)
+    return "\n".join(lines)

@@ -2,6 +2,7 @@
 attempts separated, and the flags in force — as text or JSON."""
 from __future__ import annotations
 
+from logdoctor.render.safe_text import visible
 from logdoctor.timeline import PHASES, Timeline
 
 _SHORT = {"launch": "L", "dist_init": "D", "weight_load": "W", "kernel_init": "K", "memory_pool": "M",
@@ -81,4 +82,4 @@ def render_text(tl: Timeline) -> str:
             lines.append(f"  kernel line {e.line}: {e.text[:100]}")
         if a.systemd:
             lines.append("  systemd: " + ", ".join(f"{k}={v}" for k, v in a.systemd.items()))
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines) + "\n")   # log text made visible (safe_text.py)
