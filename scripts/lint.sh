@@ -13,6 +13,8 @@ FORMATTED=(
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
+  logdoctor/matching/yamlsafe.py logdoctor/matching/regexsafe.py logdoctor/matching/template.py
+  logdoctor/render/safe_text.py tests/test_trust_rules.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

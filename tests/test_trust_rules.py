@@ -30,8 +30,9 @@ def cli(*args, env=None, timeout=120, pre=""):
     """The CLI as a subprocess; `pre` runs first in the child (e.g. to hide the re2 module)."""
     code = f"{pre}\nimport sys\nfrom logdoctor.entry import main\nsys.argv = ['logdoctor', *sys.argv[1:]]\nmain()"
     e = dict(os.environ, **(env or {}))
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=e,
-                       timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=e, timeout=timeout
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -92,7 +93,7 @@ def test_overlapping_alternation_runs_under_re2_and_is_linted(tmp_path):
     log = seed_with(tmp_path, PFX + "a" * 47 + "!")
     t = time.monotonic()
     rc, out, err = cli("explain", "--no-history", "--rules", str(d), str(log))
-    assert rc == 1 and "kv_cache_oom" in out, err          # RE2 runs it in linear time
+    assert rc == 1 and "kv_cache_oom" in out, err  # RE2 runs it in linear time
     assert time.monotonic() - t < 60
     rc, out, err = cli("rules", "lint", str(d))
     assert rc == 2 and "cat.yaml:6: bad regex '^(a|aa)+$'" in err and "catastrophic backtracking" in err
@@ -129,8 +130,17 @@ def test_a_bad_regex_names_its_file(tmp_path):
     one_line_error(rc, err, "bad.yaml:6", "bad regex '(unclosed'")
 
 
-@pytest.mark.parametrize("text", ["x {weights_gb:>4000000000}", "format {mem_fraction.__class__.__mro__}",
-                                  "{mem_fraction[0]}", "{mem_fraction!r}", "{0}", "a } b"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x {weights_gb:>4000000000}",
+        "format {mem_fraction.__class__.__mro__}",
+        "{mem_fraction[0]}",
+        "{mem_fraction!r}",
+        "{0}",
+        "a } b",
+    ],
+)
 def test_explain_text_substitutes_names_only(tmp_path, text):
     body = f"match: {{error: 'Not enough memory'}}\nexplain: '{text}'\n"
     d = rule_dir(tmp_path, body, "f.yaml")
@@ -143,16 +153,18 @@ def test_explain_text_substitutes_names_only(tmp_path, text):
 def test_fill_never_formats():
     vals = {"x": 0.88, "y": "a{b}"}
     assert template.fill("{x} and {y} {{z}} {missing}", vals, lambda k: f"<{k}>") == "0.88 and a{b} {z} <missing>"
-    assert template.fill("{x:>999999999}", vals, lambda k: "?") == "{x:>999999999}"   # left as written
+    assert template.fill("{x:>999999999}", vals, lambda k: "?") == "{x:>999999999}"  # left as written
     assert template.check("The fraction is {mem_fraction}; weights {weights_gb} GB.") is None
 
 
 def test_a_user_rule_with_names_renders(tmp_path):
     d = tmp_path / "rules" / "kv_cache_oom"
     d.mkdir(parents=True)
-    (d / "f.yaml").write_text("id: t.names\ncause: kv_cache_oom\ntitle: a long enough title\ntier: system\n"
-                              "confidence: 0.99\nmatch: {error: 'Not enough memory'}\n"
-                              "explain: 'pool too small at {mem_fraction}; braces {{kept}}'\n")
+    (d / "f.yaml").write_text(
+        "id: t.names\ncause: kv_cache_oom\ntitle: a long enough title\ntier: system\n"
+        "confidence: 0.99\nmatch: {error: 'Not enough memory'}\n"
+        "explain: 'pool too small at {mem_fraction}; braces {{kept}}'\n"
+    )
     rc, out, err = cli("explain", "--no-history", "--format", "json", "--rules", str(d.parent), str(SEED))
     assert rc == 1, err
     assert json.loads(out)["explanation"] == "pool too small at 0.88; braces {kept}"
@@ -162,20 +174,27 @@ def test_rules_lint_reports_every_problem_with_its_line(tmp_path):
     d = tmp_path / "rules"
     (d / "kv_cache_oom").mkdir(parents=True)
     (d / "kv_cache_oom" / "a.yaml").write_text(
-        RULE_HEAD + "match: {message: '(a+)+b', frame: '('}\nexplain: 'x {y.z}'\nfixes:\n  - {lever: nope, op: raise}\n")
+        RULE_HEAD + "match: {message: '(a+)+b', frame: '('}\nexplain: 'x {y.z}'\nfixes:\n  - {lever: nope, op: raise}\n"
+    )
     (d / "kv_cache_oom" / "b.yaml").write_text(RULE_HEAD + "match: {bogus: 1}\n")
     (d / "kv_cache_oom" / "c.yaml").write_text("id: [unclosed\n")
     long_title = "t" * 400
     (d / "kv_cache_oom" / "d.yaml").write_text(f"id: t.d\ncause: kv_cache_oom\ntitle: {long_title}\nmatch: 7\n")
     rc, out, err = cli("rules", "lint", str(d))
     assert rc == 2
-    for want in ("a.yaml:6: bad regex '(a+)+b'", "a.yaml:6: bad regex '('", "a.yaml:7: '{y.z}'",
-                 "a.yaml:9: unknown lever 'nope'", "b.yaml:6: unknown condition 'bogus'", "invalid YAML",
-                 "d.yaml:4: a condition must be a mapping"):
+    for want in (
+        "a.yaml:6: bad regex '(a+)+b'",
+        "a.yaml:6: bad regex '('",
+        "a.yaml:7: '{y.z}'",
+        "a.yaml:9: unknown lever 'nope'",
+        "b.yaml:6: unknown condition 'bogus'",
+        "invalid YAML",
+        "d.yaml:4: a condition must be a mapping",
+    ):
         assert want in err, (want, err)
     assert "4 rule files" in out and int(out.split(", ")[1].split()[0]) >= 7
     unknown = next(line for line in err.splitlines() if "unknown condition 'bogus'" in line)
-    assert len(unknown) > 200 and unknown.endswith(", not)")   # a long message is not cut
+    assert len(unknown) > 200 and unknown.endswith(", not)")  # a long message is not cut
 
 
 def test_the_bundled_rules_still_lint_clean():
@@ -214,10 +233,14 @@ def test_a_quoted_kernel_report_is_not_evidence(tmp_path, line):
     assert all("NVRM" not in e["text"] for e in d["evidence"])
 
 
-@pytest.mark.parametrize("line", [
-    "May 22 10:31:59 h200-qwen-03 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus",
-    "[ 8123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus",
-], ids=["kernel-identifier", "dmesg-line"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "May 22 10:31:59 h200-qwen-03 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus",
+        "[ 8123.456789] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus",
+    ],
+    ids=["kernel-identifier", "dmesg-line"],
+)
 def test_the_kernels_own_report_still_counts(tmp_path, line):
     rc, out, err = cli("explain", "--no-history", "--format", "json", str(seed_with(tmp_path, line)))
     assert json.loads(out)["cause"] == "hardware_fault", err
@@ -238,8 +261,16 @@ def test_kernel_sourced():
 
 def test_journal_json_transport_decides(tmp_path):
     def entry(msg: str, transport: str, ident: str) -> str:
-        return json.dumps({"MESSAGE": msg, "_TRANSPORT": transport, "SYSLOG_IDENTIFIER": ident, "_HOSTNAME": "h",
-                           "__REALTIME_TIMESTAMP": "1779445919000000"})
+        return json.dumps(
+            {
+                "MESSAGE": msg,
+                "_TRANSPORT": transport,
+                "SYSLOG_IDENTIFIER": ident,
+                "_HOSTNAME": "h",
+                "__REALTIME_TIMESTAMP": "1779445919000000",
+            }
+        )
+
     xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python3, GPU has fallen off the bus"
     forged = read.read_lines([entry(xid, "stdout", "python3")]).records[0]
     real = read.read_lines([entry(xid, "kernel", "kernel")]).records[0]
@@ -257,11 +288,15 @@ def test_triage_agrees_with_explain_on_xids(tmp_path):
     app = ROOT / "fixtures" / "journals" / "vllm-illegal_memory_access-serving-xid13" / "journal.log"
     rc, out, _ = cli("explain", "--no-history", "--format", "json", str(app))
     assert json.loads(out)["cause"] == "illegal_memory_access"
-    assert "Suspect hosts" not in _triage_md(app)           # Xid 13 is the program's fault, not the host's
+    assert "Suspect hosts" not in _triage_md(app)  # Xid 13 is the program's fault, not the host's
     forged = seed_with(tmp_path, FORGED[0], name="forged.log")
     assert "Suspect hosts" not in _triage_md(forged)
-    real = seed_with(tmp_path, "May 22 10:31:59 h200-qwen-03 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
-                     "name=python3, GPU has fallen off the bus", name="real.log")
+    real = seed_with(
+        tmp_path,
+        "May 22 10:31:59 h200-qwen-03 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+        "name=python3, GPU has fallen off the bus",
+        name="real.log",
+    )
     md = _triage_md(real)
     assert "Suspect hosts" in md and "h200-qwen-03" in md and "79" in md
 
@@ -274,8 +309,10 @@ def _tracebacks(path: Path, n: int) -> None:
     with path.open("w") as fh:
         fh.write("\n".join(seed[:39]) + "\n")
         for i in range(n):
-            fh.write(f"{PFX}Traceback (most recent call last):\n{PFX}  File \"/srv/app/mod{i}.py\", line {i}, in f{i}\n"
-                     f"{PFX}    do_{i}()\n{PFX}ValueError{i % 97}: distinct failure number {i}\n")
+            fh.write(
+                f'{PFX}Traceback (most recent call last):\n{PFX}  File "/srv/app/mod{i}.py", line {i}, in f{i}\n'
+                f"{PFX}    do_{i}()\n{PFX}ValueError{i % 97}: distinct failure number {i}\n"
+            )
         fh.write("\n".join(seed[39:]) + "\n")
 
 
@@ -286,11 +323,17 @@ def test_evidence_store_is_bounded_in_whole_stanzas(tmp_path, monkeypatch):
     monkeypatch.setattr(stream, "EVIDENCE_RING", 299)
     got = stream.read_file(str(p), chunk=1 << 16)
     whole = read.read_bytes(p.read_bytes(), str(p))
-    assert got.stats == whole.stats                              # every line still read and counted
+    assert got.stats == whole.stats  # every line still read and counted
     assert got.stats.evidence_dropped > 10000 and "evidence lines" in got.stats.line()
     assert len(got.records) < 1000
-    ours = [r for r in got.records if "/srv/app/" in r.msg or "do_" in r.msg or "distinct failure" in r.msg
-            or (r.msg.startswith("Traceback") and r.line > 39)]
+    ours = [
+        r
+        for r in got.records
+        if "/srv/app/" in r.msg
+        or "do_" in r.msg
+        or "distinct failure" in r.msg
+        or (r.msg.startswith("Traceback") and r.line > 39)
+    ]
     # no half traceback at either seam: each kept traceback has its header, frame, code and exception line
     starts = [i for i, r in enumerate(got.records) if r.msg.startswith("Traceback (most recent")]
     for i in starts[:-2]:
@@ -312,7 +355,7 @@ def test_evidence_store_is_bounded_in_whole_stanzas(tmp_path, monkeypatch):
 
 def test_cli_many_tracebacks_keep_the_verdict(tmp_path):
     p = tmp_path / "tb.log"
-    _tracebacks(p, 26000)   # 9 MB: over the streaming threshold
+    _tracebacks(p, 26000)  # 9 MB: over the streaming threshold
     assert p.stat().st_size > stream.STREAM_MIN
     rc, out, err = cli("explain", "--no-history", "--stats", "--format", "json", str(p), timeout=600)
     assert rc == 1 and json.loads(out)["cause"] == "kv_cache_oom", err

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import yaml
 
-from logdoctor.matching.loader import bundled_rules_dir, load_rule_file, load_rules
+from logdoctor.matching.loader import bundled_rules_dir, lint_rule_file, load_rules
 
 
 @click.group()
@@ -64,7 +64,7 @@ def lint_cmd(directory):
     n = 0
     for path in _files(d):
         n += 1
-        r = load_rule_file(path, strict=True, problems=problems)
+        r = lint_rule_file(path, problems)
         if r is None:
             continue
         warnings += [f"{path}: warning: {w}" for w in r.warnings]

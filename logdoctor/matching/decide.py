@@ -152,7 +152,8 @@ def combine(
         # rules did match: say so (the classifier's text is written for the case where none did, issue 18 F22)
         matched = ", ".join(dict.fromkeys(c.rule.id for c in cands[:3]))
         syn.rule.explain = syn.rule.explain.replace(
-            NO_RULE_SENTENCE, f"Only weak rules match this failure ({matched}), and the classifier disagrees.", 1)
+            NO_RULE_SENTENCE, f"Only weak rules match this failure ({matched}), and the classifier disagrees.", 1
+        )
         return [syn] + list(cands)
     return list(cands)
 

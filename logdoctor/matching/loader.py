@@ -156,9 +156,20 @@ def guard_regexes(rule: Rule) -> None:
             raise RuleError(f"{rule.path}{_line_of(text, key, pat)}: bad regex {pat[:120]!r}: {exc}") from None
 
 
-def load_rule_file(path: Path | str, *, strict: bool = False, problems: list[str] | None = None) -> Rule | None:
-    """One rule file. With `problems` (rules lint), every problem found is appended there (file:line each) and the
-    rule is returned when it could still be built; without, the first problem raises RuleError."""
+def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
+    """One rule file; the first problem raises RuleError (file:line)."""
+    rule = _load_file(path, strict, None)
+    assert rule is not None  # without a problems list every problem raised
+    return rule
+
+
+def lint_rule_file(path: Path | str, problems: list[str]) -> Rule | None:
+    """One rule file, strictly checked: every problem found is appended to `problems` (file:line each); the rule is
+    returned when it could still be built (its id and folder are then checked too)."""
+    return _load_file(path, True, problems)
+
+
+def _load_file(path: Path | str, strict: bool, problems: list[str] | None) -> Rule | None:
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -185,7 +196,7 @@ def load_rule_file(path: Path | str, *, strict: bool = False, problems: list[str
             raise RuleError(found[0])
         if problems is not None:
             problems += found
-    return build_rule(data, path, text, compile_regexes=strict, problems=problems)
+    return _build(data, path, text, compile_regexes=strict, problems=problems)
 
 
 def _line_of(text: str, key: str, value: object = None) -> str:
@@ -201,11 +212,18 @@ def _line_of(text: str, key: str, value: object = None) -> str:
     return ""
 
 
-def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True,
-               problems: list[str] | None = None) -> Rule | None:
-    """Check and build a Rule. On the explain path regexes compile lazily, when a condition first needs them
-    (most rules stop at their first leaf); lint/test compile all of them up front to report bad ones. With
-    `problems`, each problem is appended (file:line) and checking goes on; None when required keys are missing."""
+def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True) -> Rule:
+    """Check and build a Rule; the first problem raises RuleError. On the explain path regexes compile lazily, when
+    a condition first needs them (most rules stop at their first leaf); lint/test compile all of them up front."""
+    rule = _build(data, path, text, compile_regexes=compile_regexes, problems=None)
+    assert rule is not None  # without a problems list every problem raised
+    return rule
+
+
+def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True,
+           problems: list[str] | None = None) -> Rule | None:
+    """build_rule; with `problems`, each problem is appended (file:line) and checking goes on (None when required
+    keys are missing)."""
     found: list[str] = []
 
     def fail(key: str, msg: str, value: object = None) -> None:
@@ -218,7 +236,8 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
     for key in missing:
         fail("id", f"missing required key {key!r}")
     if missing:
-        problems += found  # type: ignore[operator]  # only reached when collecting
+        if problems is not None:
+            problems += found
         return None
     if data["cause"] not in CAUSES:
         fail("cause", f"unknown cause {data['cause']!r} (TAXONOMY.md: {', '.join(CAUSES)})", data["cause"])
@@ -272,8 +291,8 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
     tier, warnings = _tier(data, fail)
-    if found:   # collecting (rules lint): the rule is still returned, so its id and folder are checked too
-        problems += found  # type: ignore[operator]
+    if found and problems is not None:   # collecting (rules lint): the rule is still returned, its id checked too
+        problems += found
     return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
                 match=data["match"], tier=tier, confidence=conf,
                 phases=tuple(phases), explain=str(data.get("explain", "")),

@@ -178,69 +178,73 @@ def _overlapping_alternation(tree, sre_parse) -> str | None:
     single-character items stop overlapping; a way that ends first overlaps only if the other's next character can
     start the body again. Anything not a single character (a nested repeat) counts as overlapping."""
     MAXREPEAT = sre_parse.MAXREPEAT
-    limit = 64
-
-    def paths(items) -> list[list] | None:
-        out: list[list] = [[]]
-        for op, av in items:
-            name = str(op)
-            if name == "SUBPATTERN":
-                alts = paths(av[-1])
-            elif name == "BRANCH":
-                alts = []
-                for alt in av[1]:
-                    sub = paths(alt)
-                    if sub is None:
-                        return None
-                    alts += sub
-            elif name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] == 0 and av[1] == 1:
-                sub = paths(av[2])
-                alts = None if sub is None else [[], *sub]
-            else:
-                alts = [[(op, av)]]
-            if alts is None or len(out) * len(alts) > limit:
-                return None
-            out = [p + a for p in out for a in alts]
-        return out
-
-    def overlap(p, q, first: set[str] | None) -> bool:
-        for i in range(min(len(p), len(q))):
-            a, b = _charset(p[i], sre_parse), _charset(q[i], sre_parse)
-            if a is None or b is None:
-                return True
-            if not a & b:
-                return False
-        if len(p) == len(q):
-            return True
-        nxt = _charset((q if len(q) > len(p) else p)[min(len(p), len(q))], sre_parse)
-        return nxt is None or first is None or bool(nxt & first)
 
     def walk(items) -> str | None:
         for op, av in items:
             name = str(op)
             if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
                 lo, hi, sub = av
-                if name != "POSSESSIVE_REPEAT" and (hi == MAXREPEAT or hi > 100):
-                    ways = [w for w in (paths(sub) or []) if w]
-                    if len(ways) >= 2:
-                        firsts = [_charset(w[0], sre_parse) for w in ways]
-                        first = None if any(f is None for f in firsts) else set().union(*firsts)  # type: ignore[arg-type]
-                        for i, p in enumerate(ways):
-                            for q in ways[i + 1:]:
-                                if overlap(p, q, first):
-                                    return "repeated alternation whose branches can match the same text ((a|aa)+)"
+                unbounded = name != "POSSESSIVE_REPEAT" and (hi == MAXREPEAT or hi > 100)
+                if unbounded and _repeat_overlaps(sub, sre_parse):
+                    return "repeated alternation whose branches can match the same text ((a|aa)+)"
                 r = walk(sub)
-                if r:
-                    return r
             elif name == "SUBPATTERN":
                 r = walk(av[-1])
-                if r:
-                    return r
             elif name == "BRANCH":
-                for alt in av[1]:
-                    r = walk(alt)
-                    if r:
-                        return r
+                r = next((x for x in (walk(alt) for alt in av[1]) if x), None)
+            else:
+                r = None
+            if r:
+                return r
         return None
 
     return walk(tree)
+
+
+def _ways(items, limit: int = 64) -> list[list] | None:
+    """Every way through `items` as a flat list of items: groups inlined, alternatives and optional parts expanded
+    (None past `limit` ways: too many to compare)."""
+    out: list[list] = [[]]
+    for op, av in items:
+        name = str(op)
+        alts: list[list] | None
+        if name == "SUBPATTERN":
+            alts = _ways(av[-1], limit)
+        elif name == "BRANCH":
+            alts = []
+            for alt in av[1]:
+                sub = _ways(alt, limit)
+                if sub is None:
+                    return None
+                alts += sub
+        elif name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] == 0 and av[1] == 1:
+            sub = _ways(av[2], limit)
+            alts = None if sub is None else [[], *sub]
+        else:
+            alts = [[(op, av)]]
+        if alts is None or len(out) * len(alts) > limit:
+            return None
+        out = [p + a for p in out for a in alts]
+    return out
+
+
+def _repeat_overlaps(sub, sre_parse) -> bool:
+    ways = [w for w in (_ways(sub) or []) if w]
+    if len(ways) < 2:
+        return False
+    firsts = [_charset(w[0], sre_parse) for w in ways]
+    first = None if any(f is None for f in firsts) else set().union(*firsts)  # type: ignore[arg-type]
+    return any(_ways_overlap(p, q, first, sre_parse) for i, p in enumerate(ways) for q in ways[i + 1:])
+
+
+def _ways_overlap(p, q, first: set[str] | None, sre_parse) -> bool:
+    for i in range(min(len(p), len(q))):
+        a, b = _charset(p[i], sre_parse), _charset(q[i], sre_parse)
+        if a is None or b is None:
+            return True
+        if not a & b:
+            return False
+    if len(p) == len(q):
+        return True
+    nxt = _charset((q if len(q) > len(p) else p)[min(len(p), len(q))], sre_parse)
+    return nxt is None or first is None or bool(nxt & first)

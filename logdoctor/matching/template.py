@@ -18,8 +18,10 @@ _BRACE = re.compile(r"\{[^{}]{0,80}\}?")
 def check(text: str) -> str | None:
     """Why `text` is not a valid template (a `{...}` that is not `{name}`), or None."""
     rest = _FIELD.sub("", text)
-    for m in _BRACE.finditer(rest):
-        return f"{m.group()[:40]!r} in text: only {{name}} is substituted (no format spec, conversion, attribute or index)"
+    m = _BRACE.search(rest)
+    if m:
+        field = m.group()[:40]
+        return f"{field!r} in text: only {{name}} is substituted (no format spec, conversion, attribute or index)"
     if "}" in rest:
         return "a lone '}' in text: only {name} fields are allowed ('}}' for a brace)"
     return None
@@ -31,7 +33,7 @@ def fill(text: str, values: Mapping[str, object], missing: Callable[[str], str])
     def sub(m: re.Match) -> str:
         key = m.group(1)
         if key is None:
-            return m.group()[0]   # {{ or }}: a literal brace
+            return m.group()[0]  # {{ or }}: a literal brace
         return str(values[key]) if key in values else missing(key)
 
     return _FIELD.sub(sub, text)

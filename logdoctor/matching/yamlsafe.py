@@ -28,21 +28,23 @@ def check_events(text: str, path: Path | str) -> None:
 
     nodes = depth = 0
     for ev in yaml.parse(text, Loader=_loader()):
-        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
-            mark = ev.start_mark
-            what = "alias" if isinstance(ev, yaml.AliasEvent) else "anchor"
+        mark = ev.start_mark
+        line = mark.line + 1 if mark is not None else 1
+        anchor = getattr(ev, "anchor", None)
+        if isinstance(ev, yaml.AliasEvent) or anchor:
+            what = "alias *" if isinstance(ev, yaml.AliasEvent) else "anchor &"
             raise RuleError(
-                f"{path}:{mark.line + 1}: YAML {what} {'*' if what == 'alias' else '&'}{ev.anchor} refused "
+                f"{path}:{line}: YAML {what}{anchor} refused "
                 "(rule files may not use anchors or aliases: write the condition out)"
             )
         if isinstance(ev, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             nodes += 1
             if nodes > MAX_NODES:
-                raise RuleError(f"{path}:{ev.start_mark.line + 1}: rule file has over {MAX_NODES} YAML nodes")
+                raise RuleError(f"{path}:{line}: rule file has over {MAX_NODES} YAML nodes")
         if isinstance(ev, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise RuleError(f"{path}:{ev.start_mark.line + 1}: YAML nested over {MAX_DEPTH} levels deep")
+                raise RuleError(f"{path}:{line}: YAML nested over {MAX_DEPTH} levels deep")
         elif isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
 
