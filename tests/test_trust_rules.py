@@ -382,3 +382,29 @@ def test_log_controls_are_visible_in_explain_output(tmp_path):
         assert rc == 1, err
         assert "<U+009B>2J" in out and "^H^H^HXX" in out and "<U+202E>evil" in out
         assert not any(c in out for c in "\u009b\x08\u202e\x1b")
+
+
+@pytest.mark.parametrize("match", ["{flag: 5}", "{systemd: 5}", "{attempts: 3}", "{exit_code: x}"])
+def test_a_user_rule_of_the_wrong_shape_is_refused_not_a_crash(tmp_path, match):
+    # found by the rule-file fuzz target: the explain path checked keys, not the shape of a leaf's value (exit 4)
+    d = rule_dir(tmp_path, f"match: {match}\nexplain: x\n", "shape.yaml")
+    rc, _, err = cli("explain", "--no-history", "--rules", str(d), str(SEED))
+    one_line_error(rc, err, "shape.yaml", "schema")
+    rc, out, err = cli("rules", "lint", str(d))
+    assert rc == 2 and "shape.yaml" in err and "Traceback" not in err
+
+
+def test_env_patterns_of_user_rules_are_guarded_too(tmp_path):
+    d = rule_dir(tmp_path, "match: {env: {CUDA_VISIBLE_DEVICES: '^(a|aa)+$'}}\nexplain: x\n", "env.yaml")
+    rc, _, err = cli("explain", "--no-history", "--rules", str(d), str(SEED), pre=NO_RE2)
+    one_line_error(rc, err, "env.yaml", "bad regex")
+
+
+def test_fuzz_crash_reading_with_an_unknown_op(tmp_path):
+    # atheris, rule_file target: `reading: {name: static_left, "lt\xff\xff05": null}` compared None with a float
+    d = rule_dir(tmp_path, 'match: {reading: {name: static_left, "lt\\xff05": null}}\nexplain: x\n', "rd.yaml")
+    rc, out, err = cli("explain", "--no-history", "--rules", str(d), str(SEED))
+    assert rc == 1 and "kv_cache_oom" in out and "Traceback" not in err, err
+    from fuzz.targets import target_rule_file
+
+    target_rule_file(b"\x00" + (d / "kv_cache_oom" / "rd.yaml").read_bytes())

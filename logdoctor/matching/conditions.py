@@ -543,9 +543,13 @@ def leaf_env(val, ctx, compiled, scope):
     for k, want in val.items():
         if k not in env:
             return None
-        if want not in (True, None) and not re.search(str(want), env[k]):
+        if want not in (True, None) and not _rx(str(want), compiled).search(env[k]):   # a user rule's: RE2/linted
             return None
     return Hit()
+
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "lt": lambda a, b: a < b, "lte": lambda a, b: a <= b, "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b}
 
 
 @leaf('reading', syntax='reading: {name: static_left, lt: 0.05}',
@@ -560,8 +564,8 @@ def leaf_reading(val, ctx, compiled, scope):
     for op, ref in val.items():
         if op == "name":
             continue
-        ok = {"lt": cur < ref, "lte": cur <= ref, "gt": cur > ref, "gte": cur >= ref}.get(op)
-        if not ok:
+        cmp = _COMPARE.get(op)   # an unknown op, or a value that is not a number, never holds
+        if cmp is None or isinstance(ref, bool) or not isinstance(ref, (int, float)) or not cmp(cur, ref):
             return None
     return Hit(captures={val["name"]: cur})
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from logdoctor.errors import InstallError, RuleError
@@ -107,8 +108,10 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
             from logdoctor.matching.cache import rule_files
             loaded = [load_rule_file(p, strict=True) for p in rule_files(d)]
         else:
+            # a user folder is checked as `rules lint` checks it (schema: each leaf's value has the leaf's shape)
+            # before it is cached; its regexes compile in guard_regexes (RE2 first) on every run, not here
             from logdoctor.matching.cache import load_dir
-            loaded = load_dir(d, lambda files: [load_rule_file(p) for p in files])
+            loaded = load_dir(d, partial(_parse_all, strict=d != bundled))
         for rule in loaded:
             path = rule.path
             if rule.id in seen:
@@ -118,6 +121,10 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
                 guard_regexes(rule)
             by_id[rule.id] = rule
     return list(by_id.values())
+
+
+def _parse_all(files: list[Path], *, strict: bool) -> list[Rule]:
+    return [load_rule_file(p, strict=strict, compile_regexes=False) for p in files]
 
 
 def rule_patterns(cond) -> list[tuple[str, str]]:
@@ -156,9 +163,10 @@ def guard_regexes(rule: Rule) -> None:
             raise RuleError(f"{rule.path}{_line_of(text, key, pat)}: bad regex {pat[:120]!r}: {exc}") from None
 
 
-def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
-    """One rule file; the first problem raises RuleError (file:line)."""
-    rule = _load_file(path, strict, None)
+def load_rule_file(path: Path | str, *, strict: bool = False, compile_regexes: bool | None = None) -> Rule:
+    """One rule file; the first problem raises RuleError (file:line). `strict`: JSON-Schema validation, and the
+    regexes compiled and linted (unless `compile_regexes` says otherwise)."""
+    rule = _load_file(path, strict, None, strict if compile_regexes is None else compile_regexes)
     assert rule is not None  # without a problems list every problem raised
     return rule
 
@@ -166,10 +174,10 @@ def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
 def lint_rule_file(path: Path | str, problems: list[str]) -> Rule | None:
     """One rule file, strictly checked: every problem found is appended to `problems` (file:line each); the rule is
     returned when it could still be built (its id and folder are then checked too)."""
-    return _load_file(path, True, problems)
+    return _load_file(path, True, problems, True)
 
 
-def _load_file(path: Path | str, strict: bool, problems: list[str] | None) -> Rule | None:
+def _load_file(path: Path | str, strict: bool, problems: list[str] | None, compile_regexes: bool) -> Rule | None:
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -196,7 +204,12 @@ def _load_file(path: Path | str, strict: bool, problems: list[str] | None) -> Ru
             raise RuleError(found[0])
         if problems is not None:
             problems += found
-    return _build(data, path, text, compile_regexes=strict, problems=problems)
+            if found:   # the shapes are wrong: the other checks are still run, as far as the shapes allow
+                try:
+                    return _build(data, path, text, compile_regexes=compile_regexes, problems=problems)
+                except (TypeError, AttributeError, ValueError, KeyError):
+                    return None
+    return _build(data, path, text, compile_regexes=compile_regexes, problems=problems)
 
 
 def _line_of(text: str, key: str, value: object = None) -> str:
