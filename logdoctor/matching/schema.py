@@ -31,7 +31,9 @@ def schema_problems(data: dict, path, text: str = "") -> list[str]:
     out = []
     for e in sorted(v.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
         key = next((str(p) for p in reversed(list(e.path)) if isinstance(p, str)), "id")
-        m = re.search(rf"^\s*-?\s*{re.escape(key)}\s*:", text, re.M) if text else None
+        m = None
+        for pat in (rf"^[ \t]*-?[ \t]*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"):   # block, flow
+            m = m or (re.search(pat, text, re.M) if text else None)
         where = f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
         loc = "/".join(str(p) for p in e.path) or "(top)"
         msg = " ".join(e.message.split())
