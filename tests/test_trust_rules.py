@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from logdoctor import read, stream
 from logdoctor.matching import template
@@ -408,3 +410,16 @@ def test_fuzz_crash_reading_with_an_unknown_op(tmp_path):
     from fuzz.targets import target_rule_file
 
     target_rule_file(b"\x00" + (d / "kv_cache_oom" / "rd.yaml").read_bytes())
+
+
+_RULE_BITS = [b"&a ", b"*a", b"{x:>9}", b"(a|aa)+", b"((((", b"flag: 5", b"  - message: '", b"\n  any:\n", b"\xff"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 255), st.integers(0, 255), st.binary(max_size=80) | st.sampled_from(_RULE_BITS))
+def test_rule_file_fuzz_target_property(where, which, junk):
+    """The rule_file fuzz target's invariant (only a one-line RuleError, bounded) on bundled rules with junk spliced
+    in; atheris runs the same target for campaigns (fuzz/run.py rule_file)."""
+    from fuzz.targets import target_rule_file
+
+    target_rule_file(bytes([where | 1, which]) + junk)
