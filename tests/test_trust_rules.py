@@ -423,3 +423,36 @@ def test_rule_file_fuzz_target_property(where, which, junk):
     from fuzz.targets import target_rule_file
 
     target_rule_file(bytes([where | 1, which]) + junk)
+
+
+def test_weak_rules_outvoted_are_named_not_denied():
+    """F22: weak rules matched, the classifier disagrees and decides: the text must not say no rule matched."""
+    from logdoctor.matching.conditions import Hit
+    from logdoctor.matching.decide import NO_RULE_SENTENCE, combine
+    from logdoctor.matching.loader import Rule
+    from logdoctor.matching.rank import Candidate
+
+    weak = Rule(
+        id="t.weak", cause="config_invalid", title="t", engines=("any",), match={}, tier="generic", confidence=0.5
+    )
+
+    class Clf:
+        threshold = 0.5
+
+        def synth(self, tl, attempt, cause, p, rules, score, *, alternative=False):
+            rule = Rule(
+                id="classifier",
+                cause=cause,
+                title=cause,
+                engines=("any",),
+                match={},
+                explain=NO_RULE_SENTENCE + " The classifier reads it as " + cause + ".",
+            )
+            return Candidate(rule, Hit(), score, confidence=p)
+
+    out = combine(Clf(), None, None, [Candidate(weak, Hit(), 40.0)], {"kv_cache_oom": 0.9, "config_invalid": 0.01})
+    assert out[0].rule.id == "classifier" and out[0].cause == "kv_cache_oom"
+    assert NO_RULE_SENTENCE not in out[0].rule.explain and "t.weak" in out[0].rule.explain
+    # no rule at all: the sentence stays true and stays
+    out = combine(Clf(), None, None, [], {"kv_cache_oom": 0.9})
+    assert out[0].rule.explain.startswith(NO_RULE_SENTENCE)
