@@ -166,3 +166,73 @@ if __name__ == "__main__":  # a smoke run of every target on the seeds: python f
         for s in seeds(40):
             fn(s)
         print(name, "ok")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# rule files (issue 18): a user's rule folder is code logdoctor runs
+
+
+@lru_cache(maxsize=1)
+def _rule_texts() -> list[str]:
+    return [p.read_text(encoding="utf-8") for p in sorted((ROOT / "rules").rglob("*.yaml"))]
+
+
+@lru_cache(maxsize=1)
+def _seed_context():
+    from logdoctor.matching.conditions import Context
+    from logdoctor.read import read_lines
+    from logdoctor.timeline import build
+
+    tl = build(read_lines(_SEED, "<seed>").records)
+    return next(Context.build(tl, a) for a in tl.attempts if a.failed)
+
+
+def _rule_text(data: bytes) -> str:
+    """The first byte picks a bundled rule file and a line to put the fuzz bytes at (or 0 mod 4: the bytes alone)."""
+    texts = _rule_texts()
+    if len(data) < 2 or not texts or data[0] % 4 == 0:
+        return _text(data[1:])
+    lines = texts[data[1] % len(texts)].split("\n")
+    at = data[0] % (len(lines) + 1)
+    return "\n".join(lines[:at] + [_text(data[2:])] + lines[at:])
+
+
+def target_rule_file(data: bytes) -> None:
+    """Rule-file text → the loader's checks (YAML without anchors, node and depth caps, templates, regex lint) →
+    a rule that loads is compiled as a user rule (RE2 or the lint) and run over the seed log, its explain text
+    filled. Only a one-line RuleError naming the file may come out, and every step is bounded."""
+    from logdoctor.errors import RuleError
+    from logdoctor.matching import loader, template, yamlsafe
+    from logdoctor.matching.rank import candidates
+
+    text = _rule_text(data)
+    try:
+        doc = yamlsafe.load(text, "<fuzz>")
+    except RuleError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("<fuzz>"), exc
+        return
+    if not isinstance(doc, dict):
+        return
+    from logdoctor.matching.schema import schema_problems
+
+    problems = schema_problems(doc, "<fuzz>", text)  # explain checks a user folder as lint does
+    assert all(p.startswith("<fuzz>") and "\n" not in p for p in problems), problems
+    if problems:
+        return
+    rule = loader._build(doc, Path("<fuzz>"), text, compile_regexes=False, problems=problems)
+    assert all(p.startswith("<fuzz>") and "\n" not in p for p in problems), problems
+    if rule is None or problems:
+        return
+    try:
+        loader.guard_regexes(rule)
+    except RuleError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("<fuzz>"), exc
+        return
+    try:
+        for c in candidates([rule], _seed_context()):
+            template.fill(c.rule.explain, c.hit.captures, lambda k: "?")
+    except RuleError as exc:
+        assert "\n" not in str(exc), exc
+
+
+TARGETS["rule_file"] = target_rule_file

@@ -314,14 +314,8 @@ _MISSING = "\x00missing\x00"
 def _fill(template: str, vars_: dict) -> str:
     """Fill an explain template; a sentence that names a value the log did not show is dropped, not printed
     with a hole in it."""
-    class Safe(dict):
-        def __missing__(self, key):
-            return _MISSING
-    text = " ".join(template.split())
-    try:
-        text = text.format_map(Safe(vars_))
-    except (ValueError, IndexError, AttributeError):
-        return text
+    from logdoctor.matching.template import fill  # {name} only: rule text never reaches str.format (F9)
+    text = fill(" ".join(template.split()), vars_, lambda _key: _MISSING)
     if _MISSING not in text:
         return text
     sentences = re.split(r"(?<=[.!?])\s+", text)

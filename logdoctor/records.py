@@ -6,6 +6,7 @@ evidence), who wrote it (host, unit, pid, rank/process) and what the log format 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -52,6 +53,28 @@ class Record:
         return (self.host, self.pid, self.rank or self.proc)
 
 
+# Words of a kernel report (GPU driver, OOM killer): the cheap test before kernel_sourced's shape test.
+KERNEL_WORDS = ("NVRM:", "oom-kill", "Out of memory: Killed")
+# A whole line as dmesg prints it: [seconds] or [ctime] (dmesg -T) or neither (dmesg -t, journalctl -k -o cat),
+# an optional "kernel: ", then the report itself at the start of the message.
+_DMESG_LINE = re.compile(
+    r"(?:<\d>)?(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\])?\s?"
+    r"(?:kernel: )?(?:NVRM: |Out of memory: Killed process |oom-kill:|[\w:./-]{1,64} invoked oom-killer)"
+)
+
+
+def kernel_sourced(r: Record) -> bool:
+    """The record is the kernel's own report, so its Xid/NVRM/OOM-kill text is evidence: it came through the kernel
+    transport (a `kernel:` journal identifier, _TRANSPORT=kernel), or it is a whole line of dmesg shape in a raw
+    paste. An engine's line that quotes such text (a logged prompt, an exception message) is never one: it has a
+    journal identifier of its own, or an engine prefix, or the quote is not at the start of the line."""
+    if r.transport == KERNEL:
+        return True
+    if r.transport != SERVICE or r.ident is not None or r.continuation or r.prefix_engine or r.extra.get("wrapper"):
+        return False
+    return _DMESG_LINE.match(r.text or r.msg) is not None
+
+
 @dataclass(slots=True)
 class Stats:
     """Line accounting: read == parsed + unparsed; skipped counts parsed lines that carry no message."""
@@ -68,6 +91,9 @@ class Stats:
     long_lines: int = 0           # lines longer than limits.MATCH_CAP (rules match their first MATCH_CAP chars)
     encoding: str = "utf-8"       # detected input encoding (utf-16-le, utf-8-bom, ...)
     stopped: str | None = None    # where a truncated or capped compressed input stopped
+    # what the streaming store (stream.Keep) did not keep: not line accounting, so left out of ==
+    ring_dropped: int = field(default=0, compare=False)       # routine serving lines its ring let go
+    evidence_dropped: int = field(default=0, compare=False)   # evidence lines from the middle of a huge input
     formats: dict[str, int] = field(default_factory=dict)
     prefixes: dict[str, int] = field(default_factory=dict)   # process-manager prefixes peeled (ray, torchrun, ...)
     unknown_prefix: str | None = None   # a prefix most lines share that no parser knows (digits shown as N)
@@ -93,6 +119,9 @@ class Stats:
             s += f"; encoding {self.encoding}"
         if self.stopped:
             s += f"; input stopped early: {self.stopped}"
+        if self.ring_dropped or self.evidence_dropped:
+            s += (f"; not kept (bounded store): {self.ring_dropped} routine serving lines, "
+                  f"{self.evidence_dropped} evidence lines")
         if fm:
             s += f"; formats: {fm}"
         if self.prefixes:

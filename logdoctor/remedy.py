@@ -185,15 +185,8 @@ def _fill(value, captures: dict, levers: dict):
 
 
 def _why(text: str, captures: dict) -> str:
-    try:
-        return text.format_map(_Safe(captures))
-    except (ValueError, IndexError):
-        return text
-
-
-class _Safe(dict):
-    def __missing__(self, key):
-        return "?"
+    from logdoctor.matching.template import fill  # {name} only: rule text never reaches str.format (F9)
+    return fill(text, captures, lambda _key: "?")
 
 
 def _truthy(v) -> bool:

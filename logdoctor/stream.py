@@ -30,6 +30,13 @@ HEAD_LINES = 600            # the reader's format detection looks at the first 6
 # the most recent QUIET_RING — a 10-million-line log of another program must not hold every line (flat memory)
 QUIET_HEAD = 20000
 QUIET_RING = 100000
+# lines kept only because they read like evidence (a traceback, an ERROR line, an evidence word): the first
+# EVIDENCE_HEAD and a ring of the most recent EVIDENCE_RING (as triage keeps MAX_HITS: first half + last half). A
+# service that fails every request prints a traceback per request; 100k of them held 500 MB (issue 18, F10). Phase
+# markers, deaths, the first ready line, systemd and kernel lines are structure, never dropped. Both ends move in
+# whole stanzas (a traceback with its frames and exception line), so no half traceback is left at a seam.
+EVIDENCE_HEAD = 10000
+EVIDENCE_RING = 10000
 _ROUTINE_LEVELS = frozenset((None, "INFO", "DEBUG", "TRACE", "I", "D", "V"))
 # lower-case words that make a line evidence wherever it is (errors, deaths, the GPU, the process, the unit)
 EVIDENCE = ("error", "exception", "traceback", "fail", "fatal", "warn", "kill", "abort", "oom", "out of memory",
@@ -39,7 +46,7 @@ EVIDENCE = ("error", "exception", "traceback", "fail", "fatal", "warn", "kill", 
             "memory", "file \"", "disconnect", "lost")
 
 
-_PLAIN, _MARK, _QUIET = 1, 2, 3
+_PLAIN, _MARK, _QUIET, _EVIDENCE = 1, 2, 3, 4
 
 
 class _Index:
@@ -109,6 +116,11 @@ class Keep:
         self.mark: tuple[int, Record] | None = None
         self.dropped = 0
         self.index = _Index()
+        self.evidence_head = 0
+        self.evidence: deque[tuple[int, Record]] = deque()
+        self.evidence_ring = EVIDENCE_RING
+        self.evidence_dropped = 0
+        self._in_head_stanza = self._prev_inside = False
 
     def __len__(self) -> int:
         return self.seq
@@ -125,6 +137,9 @@ class Keep:
         if not kind:
             self.kept.append((self.seq, rec))
             return
+        if kind == _EVIDENCE:
+            self._add_evidence(rec)
+            return
         if kind == _QUIET:
             if self.quiet_head < QUIET_HEAD:
                 self.quiet_head += 1
@@ -139,6 +154,35 @@ class Keep:
         self.ring.append((self.seq, rec))
         if kind == _MARK:
             self.mark = (self.seq, rec)     # supersedes the stretch's previous one
+
+    def _add_evidence(self, rec: Record) -> None:
+        inside = _inside_stanza(rec)
+        if self.evidence_head < EVIDENCE_HEAD or (self._in_head_stanza and (inside or self._prev_inside)):
+            self.evidence_head += 1         # the head, finished to the end of the stanza it is in
+            self._in_head_stanza = self.evidence_head >= EVIDENCE_HEAD
+            self._prev_inside = inside
+            self.kept.append((self.seq, rec))
+            return
+        self._in_head_stanza = self._prev_inside = False
+        self.evidence.append((self.seq, rec))
+        if len(self.evidence) > self.evidence_ring:
+            self._drop_stanza()
+
+    def _drop_stanza(self) -> None:
+        """Drop the oldest evidence record and the rest of its stanza: the indented lines after it and the line
+        that ends an indented run (a traceback's exception line)."""
+        ring = self.evidence
+        _, first = ring.popleft()
+        self.evidence_dropped += 1
+        prev_inside = _inside_stanza(first)
+        while ring:
+            nxt = ring[0][1]
+            inside = _inside_stanza(nxt)
+            if not (inside or prev_inside):
+                break
+            ring.popleft()
+            self.evidence_dropped += 1
+            prev_inside = inside
 
     def extend(self, recs) -> None:
         for r in recs:
@@ -160,7 +204,7 @@ class Keep:
             return 0
         msg = rec.msg
         if not msg or msg[0].isspace() or rec.continuation or rec.level not in _ROUTINE_LEVELS:
-            return 0
+            return self._evidence_or_structure(rec)
         ready = mark = False
         for m in self.index.rows(msg):
             if not m.regex.search(msg):
@@ -175,10 +219,19 @@ class Keep:
             self.serving = True          # the first "ready" of a stretch is kept (it is the attempt's ready line)
             return 0
         if self.index.evidence(msg.lower()):
-            return 0
+            return _EVIDENCE
         if not self.serving:
             return 0 if mark else _QUIET    # outside serving: bounded only past QUIET_HEAD + QUIET_RING lines
         return _MARK if mark else _PLAIN
+
+    def _evidence_or_structure(self, rec: Record) -> int:
+        """A line kept as evidence (bounded) unless it is structure: a marker or death of some engine."""
+        msg = rec.msg
+        if msg and not msg[0].isspace():
+            for m in self.index.rows(msg):
+                if m.regex.search(msg):
+                    return 0
+        return _EVIDENCE
 
     def _end_stretch(self) -> None:
         self.serving = False
@@ -190,6 +243,9 @@ class Keep:
         if self.quiet:
             self.kept.extend(self.quiet)
             self.quiet.clear()
+        if self.evidence:
+            self.kept.extend(self.evidence)
+            self.evidence.clear()
         self.kept.sort(key=lambda t: t[0])
         kept, ring = self.kept, list(self.ring)
         out: list[Record] = []
@@ -206,6 +262,11 @@ class Keep:
         out.extend(r for _, r in kept[i:])
         out.extend(r for _, r in ring[j:])
         return out
+
+
+def _inside_stanza(rec: Record) -> bool:
+    """An indented or continuation line: a traceback frame or code line, the rest of a multi-line message."""
+    return rec.continuation or rec.msg[:1].isspace()
 
 
 def wants_stream(path: str) -> bool:
@@ -329,6 +390,10 @@ def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None
     st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines = dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, \
         dmg.long_lines
     res.warnings += chunk_notes(dmg, origin)
+    st.ring_dropped, st.evidence_dropped = keep.dropped, keep.evidence_dropped
+    if keep.evidence_dropped:
+        res.warnings.append(f"{origin}: {keep.evidence_dropped} evidence lines from the middle not kept (the first "
+                            f"{EVIDENCE_HEAD} and the last {EVIDENCE_RING} are: bounded memory)")
     if state["bad"]:
         res.warnings.append(f"{origin}: {state['bad']} invalid UTF-8 bytes replaced with U+FFFD")
     return res

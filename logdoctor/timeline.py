@@ -19,7 +19,7 @@ from logdoctor.config import Config, extract_config
 from logdoctor.engines import ENGINES
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
-from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
+from logdoctor.records import KERNEL, KERNEL_WORDS, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.vocab import EventKind, PhaseSource
 
 PHASES = mk.PHASES
@@ -275,7 +275,8 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
                     start_seen = True
                 sd.update({k: str(v) for k, v in ev.values.items()})
             continue
-        if r.transport == KERNEL or (r.transport == SERVICE and ("NVRM:" in r.msg or "oom-kill" in r.msg or "Out of memory: Killed" in r.msg)):
+        if r.transport == KERNEL or (r.transport == SERVICE and any(w in r.msg for w in KERNEL_WORDS)
+                                     and kernel_sourced(r)):   # provenance: never a quote inside an engine line
             ev = _kernel_event(r)
             if ev:
                 ev.values.update(own.kernel_attribution(ev.values, r.msg, ev.name))

@@ -30,6 +30,8 @@ FORMATTED=(
   logdoctor/commands/docs.py logdoctor/triage/cluster.py tools/make_man.py
   tests/test_docs_cmd.py tests/test_install_doc.py tests/test_calibration_bins.py tests/test_text_fit.py
   tests/test_triage_polish.py
+  logdoctor/matching/yamlsafe.py logdoctor/matching/regexsafe.py logdoctor/matching/template.py
+  logdoctor/render/safe_text.py tests/test_trust_rules.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -17,7 +17,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-FORMAT = 4  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle
+FORMAT = 5  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle; 5: user folders schema-checked
 _KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
 
 

@@ -11,7 +11,7 @@ from logdoctor import decisive, rxcache
 from logdoctor.blocks import Block
 from logdoctor.limits import MATCH_CAP
 from logdoctor.matching.prefilter import can_match, for_context
-from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record
+from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline
 from logdoctor.vocab import XID_APP, XID_HARDWARE
 
@@ -52,15 +52,35 @@ class Context:
         # the decisive error is computed once per attempt (logdoctor/decisive.py) and read here as-is
         dec = decisive.of(a)
         fatal = dec.blocks
-        service = [r for r in a.records if r.transport == SERVICE]
+        # user content is not the engine's word: a request echo (--log-requests) and any engine line quoting a
+        # kernel report ("NVRM: ...") are left out of the text leaves; the kernel's own lines are in `kernel`
+        service = [r for r in a.records if r.transport == SERVICE and not _quotes_user_or_kernel(r)]
         # kernel lines about another program's process (its pid, its memory cgroup) are not this service's evidence
         foreign = {e.line for e in a.kernel if e.values.get("foreign")}
-        kernel = [r for r in a.records if (r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg))
+        # the kernel's own lines only (records.kernel_sourced): an engine line quoting "NVRM: Xid" is no evidence
+        kernel = [r for r in a.records if (r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg
+                                                                     and kernel_sourced(r)))
                   and r.line not in foreign]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
-        errors, inner, wrapper = list(dec.errors), list(dec.inner), list(dec.wrapper)
+        errors, inner, wrapper = ([x for x in xs if not _quoted_kernel(x[1])] for xs in (dec.errors, dec.inner,
+                                                                                           dec.wrapper))
         levers = dict(a.config.levers)
         return cls(tl, a, tl.engine, levers, fatal, service, kernel, systemd, errors, inner, wrapper)
+
+
+# an engine's echo of a request it received (SGLang --log-requests "Receive: obj=GenerateReqInput(text=...",
+# "Finish: obj=..."; vLLM "Received request ID: prompt: '...'"): the text in it is the user's
+_REQUEST_ECHO = re.compile(r"^(?:Receive|Finish): obj=\w{0,40}Req\w{0,40}\(|^Received request \S{1,200}: prompt")
+
+
+def _quoted_kernel(text: str) -> bool:
+    return "NVRM:" in text
+
+
+def _quotes_user_or_kernel(r: Record) -> bool:
+    if _REQUEST_ECHO.match(r.msg):
+        return True
+    return "NVRM:" in r.msg and not kernel_sourced(r)
 
 
 def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
@@ -369,7 +389,7 @@ def leaf_xid(val, ctx, compiled, scope):
 @leaf('kernel', regex=True, evidence=True, syntax='kernel: RX',
       schema={"$ref": "#/$defs/regexes"})
 def leaf_kernel(val, ctx, compiled, scope):
-    """A kernel line of the attempt (kernel transport, or a service line holding `NVRM:`) matches RX.
+    """A kernel line of the attempt (kernel transport, or a raw line of dmesg shape holding `NVRM:`) matches RX.
     Example: `kernel: "GPU has fallen off the bus"`."""
     return _search_lines(val, [(r.line, r.msg) for r in ctx.kernel], compiled)
 
@@ -523,9 +543,13 @@ def leaf_env(val, ctx, compiled, scope):
     for k, want in val.items():
         if k not in env:
             return None
-        if want not in (True, None) and not re.search(str(want), env[k]):
+        if want not in (True, None) and not _rx(str(want), compiled).search(env[k]):   # a user rule's: RE2/linted
             return None
     return Hit()
+
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "lt": lambda a, b: a < b, "lte": lambda a, b: a <= b, "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b}
 
 
 @leaf('reading', syntax='reading: {name: static_left, lt: 0.05}',
@@ -540,8 +564,8 @@ def leaf_reading(val, ctx, compiled, scope):
     for op, ref in val.items():
         if op == "name":
             continue
-        ok = {"lt": cur < ref, "lte": cur <= ref, "gt": cur > ref, "gte": cur >= ref}.get(op)
-        if not ok:
+        cmp = _COMPARE.get(op)   # an unknown op, or a value that is not a number, never holds
+        if cmp is None or isinstance(ref, bool) or not isinstance(ref, (int, float)) or not cmp(cur, ref):
             return None
     return Hit(captures={val["name"]: cur})
 

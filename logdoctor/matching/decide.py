@@ -160,8 +160,17 @@ def combine(
     # weak rules only
     if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
         syn = clf.synth(tl, attempt, top_cause, top_p, rules, top.score)
+        # rules did match: say so (the classifier's text is written for the case where none did, issue 18 F22)
+        matched = ", ".join(dict.fromkeys(c.rule.id for c in cands[:3]))
+        syn.rule.explain = syn.rule.explain.replace(
+            NO_RULE_SENTENCE, f"Only weak rules match this failure ({matched}), and the classifier disagrees.", 1
+        )
         return [syn] + list(cands)
     return list(cands)
+
+
+# how the classifier's explanation opens (classify/runtime.py); replaced when weak rules did match
+NO_RULE_SENTENCE = "No rule matches this failure exactly."
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from logdoctor.errors import InstallError, RuleError
@@ -93,7 +94,8 @@ def rule_dirs(extra: tuple[str, ...] | list[str] = ()) -> list[Path]:
 
 
 def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
-    """All rules; a later folder's rule with the same id replaces an earlier one (user folders override)."""
+    """All rules; a later folder's rule with the same id replaces an earlier one (user folders override).
+    A user folder's regexes are compiled here, before any log line meets them (`guard_regexes`)."""
     by_id: dict[str, Rule] = {}
     bundled = bundled_rules_dir()
     for d in rule_dirs(extra_dirs):
@@ -106,41 +108,108 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
             from logdoctor.matching.cache import rule_files
             loaded = [load_rule_file(p, strict=True) for p in rule_files(d)]
         else:
+            # a user folder is checked as `rules lint` checks it (schema: each leaf's value has the leaf's shape)
+            # before it is cached; its regexes compile in guard_regexes (RE2 first) on every run, not here
             from logdoctor.matching.cache import load_dir
-            loaded = load_dir(d, lambda files: [load_rule_file(p) for p in files])
+            loaded = load_dir(d, partial(_parse_all, strict=d != bundled))
         for rule in loaded:
             path = rule.path
             if rule.id in seen:
                 raise RuleError(f"{path}: duplicate rule id {rule.id!r} (also in {seen[rule.id]})")
             seen[rule.id] = str(path)
+            if d != bundled:
+                guard_regexes(rule)
             by_id[rule.id] = rule
     return list(by_id.values())
 
 
-def load_rule_file(path: Path | str, *, strict: bool = False) -> Rule:
+def _parse_all(files: list[Path], *, strict: bool) -> list[Rule]:
+    return [load_rule_file(p, strict=strict, compile_regexes=False) for p in files]
+
+
+def rule_patterns(cond) -> list[tuple[str, str]]:
+    """(leaf, pattern) for every regex a condition tree holds: the regex leaves and the `env:` value patterns."""
+    out: list[tuple[str, str]] = []
+    if isinstance(cond, list):
+        for c in cond:
+            out += rule_patterns(c)
+    elif isinstance(cond, dict):
+        for key, val in cond.items():
+            if key in REGEX_LEAVES:
+                for p in val if isinstance(val, list) else [val]:
+                    out.append((key, str(p.get("regex", "") if isinstance(p, dict) else p)))
+            elif key == "env" and isinstance(val, dict):
+                out += [(key, str(v)) for v in val.values() if v not in (True, None)]
+            elif key in COMBINATORS or key == "not":
+                out += rule_patterns(val)
+    return out
+
+
+def guard_regexes(rule: Rule) -> None:
+    """Compile a user rule's regexes for the explain path: RE2 where it takes them, else Python's `re` after the
+    backtracking lint (matching/regexsafe.py). A pattern that may not run is a RuleError naming the file."""
+    from logdoctor.matching.regexsafe import compile_user
+    for key, pat in rule_patterns(rule.match):
+        if pat in rule.compiled:
+            continue
+        try:
+            rule.compiled[pat] = compile_user(pat)
+        except ValueError as exc:
+            text = ""
+            try:
+                text = Path(rule.path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                pass
+            raise RuleError(f"{rule.path}{_line_of(text, key, pat)}: bad regex {pat[:120]!r}: {exc}") from None
+
+
+def load_rule_file(path: Path | str, *, strict: bool = False, compile_regexes: bool | None = None) -> Rule:
+    """One rule file; the first problem raises RuleError (file:line). `strict`: JSON-Schema validation, and the
+    regexes compiled and linted (unless `compile_regexes` says otherwise)."""
+    rule = _load_file(path, strict, None, strict if compile_regexes is None else compile_regexes)
+    assert rule is not None  # without a problems list every problem raised
+    return rule
+
+
+def lint_rule_file(path: Path | str, problems: list[str]) -> Rule | None:
+    """One rule file, strictly checked: every problem found is appended to `problems` (file:line each); the rule is
+    returned when it could still be built (its id and folder are then checked too)."""
+    return _load_file(path, True, problems, True)
+
+
+def _load_file(path: Path | str, strict: bool, problems: list[str] | None, compile_regexes: bool) -> Rule | None:
     path = Path(path)
     try:
         size = path.stat().st_size
         if size > RULE_FILE_CAP:   # rule folders come from other teams: data of bounded size, never code
             raise RuleError(f"{path}: rule file is {size} bytes (limit {human(RULE_FILE_CAP)}); a rule is a few KiB"
                             " of YAML")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"{path}: cannot read rule file ({exc})") from None
-    import yaml  # here, not at import: explain loads rules from the compiled cache (matching/cache.py)
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - the (C)SafeLoader: rule files are data only
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise RuleError(f"{path}{where}: invalid YAML ({problem})") from None
-    if not isinstance(data, dict):
-        raise RuleError(f"{path}:1: a rule file must be a mapping with id, cause, match, ...")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RuleError(f"{path}: cannot read rule file ({exc})") from None
+        from logdoctor.matching import yamlsafe  # YAML is imported here: explain loads rules from the cache
+        data = yamlsafe.load(text, path)      # no anchors or aliases, bounded nodes and depth (billion laughs)
+        if not isinstance(data, dict):
+            raise RuleError(f"{path}:1: a rule file must be a mapping with id, cause, match, ...")
+    except RuleError as exc:
+        if problems is None:
+            raise
+        problems.append(str(exc))
+        return None
     if strict:
-        from logdoctor.matching.schema import validate_rule_data
-        validate_rule_data(data, path, text)
-    return build_rule(data, path, text, compile_regexes=strict)
+        from logdoctor.matching.schema import schema_problems
+        found = schema_problems(data, path, text)
+        if found and problems is None:
+            raise RuleError(found[0])
+        if problems is not None:
+            problems += found
+            if found:   # the shapes are wrong: the other checks are still run, as far as the shapes allow
+                try:
+                    return _build(data, path, text, compile_regexes=compile_regexes, problems=problems)
+                except (TypeError, AttributeError, ValueError, KeyError):
+                    return None
+    return _build(data, path, text, compile_regexes=compile_regexes, problems=problems)
 
 
 def _line_of(text: str, key: str, value: object = None) -> str:
@@ -157,21 +226,39 @@ def _line_of(text: str, key: str, value: object = None) -> str:
 
 
 def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True) -> Rule:
-    """Check and build a Rule. On the explain path regexes compile lazily, when a condition first needs them
-    (most rules stop at their first leaf); lint/test compile all of them up front to report bad ones."""
-    def fail(key: str, msg: str, value: object = None):
-        raise RuleError(f"{path}{_line_of(text, key, value)}: {msg}")
+    """Check and build a Rule; the first problem raises RuleError. On the explain path regexes compile lazily, when
+    a condition first needs them (most rules stop at their first leaf); lint/test compile all of them up front."""
+    rule = _build(data, path, text, compile_regexes=compile_regexes, problems=None)
+    assert rule is not None  # without a problems list every problem raised
+    return rule
 
-    for key in ("id", "cause", "title", "match"):
-        if key not in data:
-            fail("id", f"missing required key {key!r}")
+
+def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True,
+           problems: list[str] | None = None) -> Rule | None:
+    """build_rule; with `problems`, each problem is appended (file:line) and checking goes on (None when required
+    keys are missing)."""
+    found: list[str] = []
+
+    def fail(key: str, msg: str, value: object = None) -> None:
+        err = f"{path}{_line_of(text, key, value)}: {msg}"
+        if problems is None:
+            raise RuleError(err)
+        found.append(err)
+
+    missing = [k for k in ("id", "cause", "title", "match") if k not in data]
+    for key in missing:
+        fail("id", f"missing required key {key!r}")
+    if missing:
+        if problems is not None:
+            problems += found
+        return None
     if data["cause"] not in CAUSES:
         fail("cause", f"unknown cause {data['cause']!r} (TAXONOMY.md: {', '.join(CAUSES)})", data["cause"])
     engines = data.get("engines", ["any"])
     if isinstance(engines, str):
         engines = [engines]
     phases = data.get("phases", []) or []
-    for p in phases:
+    for p in phases if isinstance(phases, list) else [phases]:
         if p not in PHASES:
             fail("phases", f"unknown phase {p!r}")
     from logdoctor import levers as lv
@@ -179,6 +266,7 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
     for f in data.get("fixes", []) or []:
         if not isinstance(f, dict) or "lever" not in f:
             fail("fixes", "each fix needs a lever")
+            continue
         if f["lever"] not in lv.LEVERS:
             fail("lever", f"unknown lever {f['lever']!r}", f["lever"])
         op = f.get("op", "set")
@@ -186,6 +274,13 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
             fail("op", f"unknown fix op {op!r} (one of {', '.join(OPS)})", op)
         fixes.append(Fix(lever=f["lever"], op=op, value=f.get("value"), min=f.get("min"), max=f.get("max"),
                          why=str(f.get("why", "")), when=f.get("when")))
+    from logdoctor.matching import template
+    for key, texts in (("explain", [data.get("explain")]), ("why", [f.why for f in fixes]),
+                       ("actions", data.get("actions") or [])):
+        for t in texts if isinstance(texts, list) else [texts]:
+            why = template.check(str(t)) if t is not None else None
+            if why:
+                fail(key, why)
     compiled: dict = {}
     _check_cond(data["match"], compiled, fail, compile_regexes)
     examples, pinned = [], {}
@@ -193,15 +288,24 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
         if isinstance(e, dict):   # {case: ID, line: N}: the winner's evidence must include input line N
             if "case" not in e:
                 fail("examples", "an example mapping needs a case (and may pin a line)")
+                continue
             examples.append(str(e["case"]))
             if e.get("line") is not None:
-                pinned[str(e["case"])] = int(e["line"])
+                try:
+                    pinned[str(e["case"])] = int(e["line"])
+                except (TypeError, ValueError):
+                    fail("line", f"an example's line must be a number, got {e['line']!r}")
         else:
             examples.append(str(e))
-    conf = float(data.get("confidence", 0.8))
+    try:
+        conf = float(data.get("confidence", 0.8))
+    except (TypeError, ValueError):
+        conf = 0.0
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
     tier, warnings = _tier(data, fail)
+    if found and problems is not None:   # collecting (rules lint): the rule is still returned, its id checked too
+        problems += found
     return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
                 match=data["match"], tier=tier, confidence=conf,
                 phases=tuple(phases), explain=str(data.get("explain", "")),
@@ -227,6 +331,7 @@ def _tier(data: dict, fail) -> tuple[str, tuple[str, ...]]:
             prio = int(data["priority"])
         except (TypeError, ValueError):
             fail("priority", f"priority must be an integer, got {data['priority']!r} (better: a tier)")
+            return "generic", ()
         from logdoctor.matching.decide import tier_for_priority
         tier = tier_for_priority(prio)
         return tier, (f"priority: {prio} is deprecated: it loads as tier: {tier} (docs/rules.md, Precedence)",)
@@ -239,25 +344,31 @@ def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> Non
             _check_cond(c, compiled, fail, compile_regexes)
         return
     if not isinstance(cond, dict) or not cond:
-        fail("match", f"a condition must be a mapping, got {cond!r}")
+        fail("match", f"a condition must be a mapping, got {str(cond)[:80]!r}")
+        return
     for key, val in cond.items():
         if key in COMBINATORS:
             if not isinstance(val, list):
                 fail(key, f"{key}: expects a list of conditions")
+                continue
             _check_cond(val, compiled, fail, compile_regexes)
         elif key == "not":
             _check_cond(val, compiled, fail, compile_regexes)
         elif key in LEAVES:
-            if key in REGEX_LEAVES and compile_regexes:
-                pats = val if isinstance(val, list) else [val]
-                for p in pats:
-                    if isinstance(p, dict):
-                        p = p.get("regex", "")
-                    try:
-                        compiled[str(p)] = re.compile(str(p))
-                    except re.error as exc:
-                        fail(key, f"bad regex {p!r}: {exc}")
+            if compile_regexes:
+                for leaf, p in rule_patterns({key: val}):
+                    _check_regex(leaf, p, compiled, fail)
         elif key == "scope":
             continue
         else:
             fail(key, f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)")
+
+
+def _check_regex(key: str, p: str, compiled: dict, fail) -> None:
+    """lint/test: the pattern must pass regexsafe.problem (length, nesting, compiles, no backtracking risk)."""
+    from logdoctor.matching.regexsafe import problem
+    why = problem(p)
+    if why:
+        fail(key, f"bad regex {p[:120]!r}: {why}", p)
+        return
+    compiled[p] = re.compile(p)

@@ -18,16 +18,27 @@ def load_schema(name: str) -> dict:
 
 
 def validate_rule_data(data: dict, path, text: str = "") -> None:
+    """Raise RuleError for the first schema problem (the explain path's strict loads)."""
+    found = schema_problems(data, path, text)
+    if found:
+        raise RuleError(found[0])
+
+
+def schema_problems(data: dict, path, text: str = "") -> list[str]:
+    """Every JSON-Schema problem of a rule file, each as `file:line: schema: where: message` (rules lint)."""
     import jsonschema
     v = jsonschema.Draft202012Validator(load_schema("rule.schema.json"))
-    errs = sorted(v.iter_errors(data), key=lambda e: list(e.path))
-    if errs:
-        e = errs[0]
+    out = []
+    for e in sorted(v.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
         key = next((str(p) for p in reversed(list(e.path)) if isinstance(p, str)), "id")
-        m = re.search(rf"^\s*-?\s*{re.escape(key)}\s*:", text, re.M) if text else None
+        m = None
+        for pat in (rf"^[ \t]*-?[ \t]*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"):   # block, flow
+            m = m or (re.search(pat, text, re.M) if text else None)
         where = f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
         loc = "/".join(str(p) for p in e.path) or "(top)"
-        raise RuleError(f"{path}{where}: schema: {loc}: {e.message[:200]}")
+        msg = " ".join(e.message.split())
+        out.append(f"{path}{where}: schema: {loc}: {msg if len(msg) <= 2000 else msg[:2000] + '…'}")
+    return out
 
 
 def backtracking_risk(pattern: str) -> str | None:
@@ -86,7 +97,7 @@ def backtracking_risk(pattern: str) -> str | None:
             items = list(items[0][1][-1])
         return items[:1]
 
-    return walk(tree, False) or _split_ambiguous(tree, sre_parse)
+    return walk(tree, False) or _split_ambiguous(tree, sre_parse) or _overlapping_alternation(tree, sre_parse)
 
 
 def _charset(item, sre_parse) -> set[str] | None:
@@ -161,3 +172,81 @@ def _split_ambiguous(tree, sre_parse) -> str | None:
         return None
 
     return walk(tree)
+
+
+def _overlapping_alternation(tree, sre_parse) -> str | None:
+    """(a|aa)+: a repeated body with two ways through it (alternatives, optional parts) that can read the same
+    text, so a run of it splits exponentially many ways. Two ways are told apart when, position by position, their
+    single-character items stop overlapping; a way that ends first overlaps only if the other's next character can
+    start the body again. Anything not a single character (a nested repeat) counts as overlapping."""
+    MAXREPEAT = sre_parse.MAXREPEAT
+
+    def walk(items) -> str | None:
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                lo, hi, sub = av
+                unbounded = name != "POSSESSIVE_REPEAT" and (hi == MAXREPEAT or hi > 100)
+                if unbounded and _repeat_overlaps(sub, sre_parse):
+                    return "repeated alternation whose branches can match the same text ((a|aa)+)"
+                r = walk(sub)
+            elif name == "SUBPATTERN":
+                r = walk(av[-1])
+            elif name == "BRANCH":
+                r = next((x for x in (walk(alt) for alt in av[1]) if x), None)
+            else:
+                r = None
+            if r:
+                return r
+        return None
+
+    return walk(tree)
+
+
+def _ways(items, limit: int = 64) -> list[list] | None:
+    """Every way through `items` as a flat list of items: groups inlined, alternatives and optional parts expanded
+    (None past `limit` ways: too many to compare)."""
+    out: list[list] = [[]]
+    for op, av in items:
+        name = str(op)
+        alts: list[list] | None
+        if name == "SUBPATTERN":
+            alts = _ways(av[-1], limit)
+        elif name == "BRANCH":
+            alts = []
+            for alt in av[1]:
+                sub = _ways(alt, limit)
+                if sub is None:
+                    return None
+                alts += sub
+        elif name in ("MAX_REPEAT", "MIN_REPEAT") and av[0] == 0 and av[1] == 1:
+            sub = _ways(av[2], limit)
+            alts = None if sub is None else [[], *sub]
+        else:
+            alts = [[(op, av)]]
+        if alts is None or len(out) * len(alts) > limit:
+            return None
+        out = [p + a for p in out for a in alts]
+    return out
+
+
+def _repeat_overlaps(sub, sre_parse) -> bool:
+    ways = [w for w in (_ways(sub) or []) if w]
+    if len(ways) < 2:
+        return False
+    firsts = [_charset(w[0], sre_parse) for w in ways]
+    first = None if any(f is None for f in firsts) else set().union(*firsts)  # type: ignore[arg-type]
+    return any(_ways_overlap(p, q, first, sre_parse) for i, p in enumerate(ways) for q in ways[i + 1:])
+
+
+def _ways_overlap(p, q, first: set[str] | None, sre_parse) -> bool:
+    for i in range(min(len(p), len(q))):
+        a, b = _charset(p[i], sre_parse), _charset(q[i], sre_parse)
+        if a is None or b is None:
+            return True
+        if not a & b:
+            return False
+    if len(p) == len(q):
+        return True
+    nxt = _charset((q if len(q) > len(p) else p)[min(len(p), len(q))], sre_parse)
+    return nxt is None or first is None or bool(nxt & first)

@@ -5,6 +5,7 @@ import re
 
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.remedy import render_fix
+from logdoctor.render.safe_text import visible
 from logdoctor.vocab import PHASE_WORDS
 
 _COMMAND = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] ")
@@ -19,7 +20,7 @@ def render(d: Diagnosis) -> str:
     lines = []
     if not d.failed:
         lines.append(f"### ✅ {d.engine}: no failure\n\n{d.explanation}\n")
-        return "\n".join(lines)
+        return visible("\n".join(lines))
     lines.append(f"### ❌ {d.engine} failed {PHASE_WORDS.get(d.phase, d.phase)}: `{d.cause}`"
                  + (f" (confidence {d.confidence:.2f})" if d.cause != "unknown" else ""))
     lines.append("")
@@ -49,4 +50,4 @@ def render(d: Diagnosis) -> str:
     lines += [f"- `{render_fix(f)}` — {f.why}" for f in d.fixes]
     lines += [f"- {_action(a)}" for a in d.actions]
     lines += [f"- note: {n}" for n in d.notes]
-    return "\n".join(lines) + "\n"
+    return visible("\n".join(lines) + "\n")

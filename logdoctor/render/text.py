@@ -12,10 +12,12 @@ import textwrap
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.evidence import cut
 from logdoctor.remedy import render_fix
+from logdoctor.render.safe_text import visible
 from logdoctor.vocab import PHASE_WORDS
 
 MIN_WIDTH, MAX_WIDTH, PIPE_WIDTH = 40, 200, 100
 FIX_COLUMN = 38          # a fix up to this long gets its reason beside it; a longer one gets it on the next line
+_HEADINGS = frozenset(("evidence", "why", "next", "attempts"))
 
 
 def use_color(stream) -> bool:
@@ -54,8 +56,12 @@ def _engine(d: Diagnosis) -> str:
 
 def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "",
            width_: int | None = None) -> str:
+    """The verdict as text, fitted to `width_` (else the terminal). Built plain, then every control character the
+    log brought is made visible (F21), and only then are the renderer's own colours added (the first word and the
+    section headings)."""
     w = width_ or width()
     out: list[str] = []
+    on, color = color, False
     if not d.failed:
         out += wrap(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"), w, "", "        ")
         out += wrap(_engine(d) +
@@ -122,4 +128,18 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         if timeline_text:
             out.append("")
             out.append(timeline_text)
-    return "\n".join(out) + "\n"
+    text = visible("\n".join(out) + "\n")
+    return _colour(text) if on else text
+
+
+def _colour(text: str) -> str:
+    """Colour the verdict word of the first line and the section headings (lines that are exactly a heading: log
+    text is always indented under them)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if i == 0 and line.startswith(("FAILED", "OK")):
+            word = "FAILED" if line.startswith("FAILED") else "OK"
+            lines[i] = _c(word, "31;1" if word == "FAILED" else "32;1", True) + line[len(word):]
+        elif line in _HEADINGS:
+            lines[i] = _c(line, "1", True)
+    return "\n".join(lines)

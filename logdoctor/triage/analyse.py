@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from logdoctor.records import KERNEL, SERVICE, SYSTEMD, ReadResult, Record, Stats
+from logdoctor.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, kernel_sourced
 from logdoctor.triage.signatures import engine_frames, mask, signature
 from logdoctor.vocab import XID_APP
 
@@ -161,11 +161,13 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     elif d.actions:
         fix = d.actions[0]
     ev = d.evidence[0] if d.evidence else None
-    # an application-class Xid (13, 31, 43, 45, ...: the Xid catalogue) is the engine's own fault, never hardware
-    # evidence against the host on its own (explain calls the same log illegal_memory_access)
-    hw = [r.msg.strip()[:200] for r in a.records if r.transport == KERNEL and _HW.search(r.msg) and not _app_xid(r.msg)] + \
-        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text
-         and e.values.get("xid") not in XID_APP]
+    # hardware evidence: the kernel's own lines only (records.kernel_sourced, as explain reads them), and never an
+    # application-class Xid (13, 31, 43, 45, ...: NVIDIA's catalogue calls them the program's fault, and explain
+    # says illegal_memory_access for them), whose line is left out even when it came from the kernel
+    app_xid = {e.line for e in a.kernel if e.name == "xid" and e.values.get("xid") in XID_APP}
+    hw = [r.msg.strip()[:200] for r in a.records
+          if kernel_sourced(r) and r.line not in app_xid and _HW.search(r.msg) and not _app_xid(r.msg)] + \
+        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text and e.line not in app_xid]
     cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
     model = a.config.raw.get("model_path") or a.config.raw.get("model")
     config_id = None
