@@ -380,7 +380,8 @@ def test_log_controls_are_visible_in_explain_output(tmp_path):
     p = tmp_path / "ctl.log"
     p.write_text("\n".join(lines))
     for fmt in ("text", "markdown"):
-        rc, out, err = cli("explain", "--no-history", "--format", fmt, str(p))
+        # wide enough that the evidence line is shown whole (the text is fitted to COLUMNS and cut visibly)
+        rc, out, err = cli("explain", "--no-history", "--format", fmt, str(p), env={"COLUMNS": "200"})
         assert rc == 1, err
         assert "<U+009B>2J" in out and "^H^H^HXX" in out and "<U+202E>evil" in out
         assert not any(c in out for c in "\u009b\x08\u202e\x1b")
