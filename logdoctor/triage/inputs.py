@@ -246,6 +246,8 @@ def _tar_members(opened: Opened, budget: Budget | None) -> Iterator[LogStream]:
     reader = tarstream.TarReader(opened.stream)
     try:
         for m in reader:
+            if m.kind == "directory":
+                continue
             if m.skip is not None:
                 unreadable = m.skip if m.skip.startswith(("its ", "member name")) else None
                 yield LogStream(m.name, None, outer, m.mtime, skip=None if unreadable else m.skip,
