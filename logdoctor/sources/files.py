@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from logdoctor import limits
 from logdoctor.errors import InputError
 from logdoctor.intake import Damage, sniff
-from logdoctor.sources import archive
+from logdoctor.sources import archive, guard
 from logdoctor.sources.archive import Stream
 
 # A systemd journal file starts with this signature; it is read through the journal source, not as text.
@@ -42,7 +42,8 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
     if source is None or str(source) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         try:
-            return from_bytes(read_checked(stream, "<stdin>"), "<stdin>")
+            with guard.waiting("<stdin>", "the input has not ended"):
+                return from_bytes(read_checked(stream, "<stdin>"), "<stdin>")
         except OSError as exc:
             raise InputError(f"cannot read stdin: {_short(exc)}") from None
     else:
@@ -50,8 +51,10 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
         try:
             if os.path.isdir(origin):
                 raise InputError(f"{origin}: is a directory (use --journal-dir for a journal directory)")
-            with open(origin, "rb") as fh:   # a compressed file is decompressed while it is read
-                return from_bytes(read_checked(fh, origin), origin)
+            with guard.waiting(origin, "nothing could be opened or read yet"):   # a FIFO without a writer
+                fh = open(origin, "rb")
+                with fh:   # a compressed file is decompressed while it is read; a growing one up to its size at open
+                    return from_bytes(read_checked(guard.upto(fh), origin), origin)
         except InputError:
             raise
         except FileNotFoundError:
