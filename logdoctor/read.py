@@ -309,6 +309,7 @@ def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=Non
             return res
     else:   # a pipe: its first STREAM_MIN bytes decide, as a file's size does
         import sys
+
         from logdoctor.sources.guard import waiting
         fh = sys.stdin.buffer
         with waiting("<stdin>", "the input has not ended"):   # `(cat log; sleep 60) |`: say why nothing happens

@@ -160,8 +160,9 @@ class Expansion:
     output ended early (truncated or corrupt data, a cap), or is None when the archive was read whole; `notes` holds
     what was read despite damage (a wrong trailer CRC, trailing garbage)."""
 
-    def __init__(self, data, kind: str, cap: int = limits.EXPANDED_CAP, budget: Budget | None = None,
-                 origin: str = "<input>"):
+    def __init__(
+        self, data, kind: str, cap: int = limits.EXPANDED_CAP, budget: Budget | None = None, origin: str = "<input>"
+    ):
         self.data, self.kind, self.cap, self.budget, self.origin = data, kind, cap, budget, origin
         self.size = 0
         self.stopped: str | None = None
@@ -175,8 +176,11 @@ class Expansion:
         room = min(_CHUNK, self.cap - self.size)
         if self.budget is not None:
             room = min(room, self.budget.left)
-        if self.size > limits.EXPANDED_CAP and self._src is not None \
-                and self.size > limits.BOMB_RATIO * max(1, self._src.pulled):
+        if (
+            self.size > limits.EXPANDED_CAP
+            and self._src is not None
+            and self.size > limits.BOMB_RATIO * max(1, self._src.pulled)
+        ):
             return 0
         return room
 
@@ -185,8 +189,10 @@ class Expansion:
             return f"stopped at the {limits.human(self.cap)} cap on decompressed size"
         if self.budget is not None and self.budget.left <= 0:
             return f"stopped at the run's {limits.human(self.budget.total)} cap on decompressed size (all inputs)"
-        return (f"stopped after {limits.human(self.size)}: it expands more than {limits.BOMB_RATIO} times its"
-                " compressed size (a decompression bomb)")
+        return (
+            f"stopped after {limits.human(self.size)}: it expands more than {limits.BOMB_RATIO} times its"
+            " compressed size (a decompression bomb)"
+        )
 
     def _out(self, chunk: bytes) -> bytes:
         self.size += len(chunk)
@@ -204,8 +210,10 @@ class Expansion:
 
                 zstd_error = (zstandard.ZstdError,)
             except ImportError:
-                raise InputError(f"{self.origin}: zstd-compressed; reading it needs the zstandard package (pip install"
-                                 " zstandard), or decompress it first (zstd -dc FILE | logdoctor explain)") from None
+                raise InputError(
+                    f"{self.origin}: zstd-compressed; reading it needs the zstandard package (pip install"
+                    " zstandard), or decompress it first (zstd -dc FILE | logdoctor explain)"
+                ) from None
         try:
             yield from body(src)
         except (*_ERRORS, _Bad, *zstd_error) as exc:
@@ -257,8 +265,10 @@ class Expansion:
             want_crc, want_size = struct.unpack("<II", trailer)
             if want_crc != crc & 0xFFFFFFFF or want_size != size & 0xFFFFFFFF:
                 what = "CRC" if want_crc != crc & 0xFFFFFFFF else "length"
-                self.notes.append(f"the {what} in gzip member {member}'s trailer does not match its data; the"
-                                  f" {size} decompressed bytes are kept, as gzip -d does")
+                self.notes.append(
+                    f"the {what} in gzip member {member}'s trailer does not match its data; the"
+                    f" {size} decompressed bytes are kept, as gzip -d does"
+                )
             while src.fill(1) and src.buf[:1] == b"\x00":  # zero padding after the last member
                 src.buf = src.buf.lstrip(b"\x00")
             if not src.fill(2):
@@ -305,8 +315,9 @@ class Expansion:
         kind = self.kind
         buf = src.piece()
         while buf:
-            d: lzma.LZMADecompressor | bz2.BZ2Decompressor = \
+            d: lzma.LZMADecompressor | bz2.BZ2Decompressor = (
                 lzma.LZMADecompressor() if kind == "xz" else bz2.BZ2Decompressor()
+            )
             while True:
                 room = self._room()
                 if room <= 0:

@@ -24,8 +24,10 @@ def waiting(origin: str, what: str = "no data yet"):
     def note() -> None:
         from logdoctor.formats.visible import visible
 
-        sys.stderr.write(f"logdoctor: {visible(origin)}: {what} after {limits.WAIT_NOTE_SECONDS:.0f} s; explain reads"
-                         " to the end of its input — is the writer still running? (Ctrl-C stops)\n")
+        sys.stderr.write(
+            f"logdoctor: {visible(origin)}: {what} after {limits.WAIT_NOTE_SECONDS:.0f} s; explain reads"
+            " to the end of its input — is the writer still running? (Ctrl-C stops)\n"
+        )
         sys.stderr.flush()
 
     timer = threading.Timer(limits.WAIT_NOTE_SECONDS, note)

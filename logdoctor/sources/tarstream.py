@@ -20,9 +20,21 @@ from dataclasses import dataclass
 from logdoctor import limits
 
 BLOCK = 512
-_KINDS = {b"0": "file", b"\x00": "file", b"7": "file", b"1": "hard link", b"2": "symlink", b"3": "character device",
-          b"4": "block device", b"5": "directory", b"6": "FIFO", b"S": "sparse file", b"V": "volume label",
-          b"M": "multi-volume continuation", b"D": "directory"}
+_KINDS = {
+    b"0": "file",
+    b"\x00": "file",
+    b"7": "file",
+    b"1": "hard link",
+    b"2": "symlink",
+    b"3": "character device",
+    b"4": "block device",
+    b"5": "directory",
+    b"6": "FIFO",
+    b"S": "sparse file",
+    b"V": "volume label",
+    b"M": "multi-volume continuation",
+    b"D": "directory",
+}
 
 
 class TarError(Exception):
@@ -175,7 +187,9 @@ class TarReader:
             if skip is None and kind != "file":
                 skip = f"a {kind}, not read" if kind != "directory" else "a directory"
             if typ == b"S" or kind == "sparse file":
-                skip = skip if skip and kind != "sparse file" else "a sparse file (holes are not stored); extract it first"
+                skip = (
+                    skip if skip and kind != "sparse file" else "a sparse file (holes are not stored); extract it first"
+                )
             long_name, pax, refused = None, {}, None
             if typ == b"S":  # old GNU sparse: more sparse-map blocks may follow the header
                 ext = block[482]

@@ -15,9 +15,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from logdoctor.triage.analyse import analyse_entries, analyse_lines
 from logdoctor import limits
 from logdoctor.sources.archive import Budget
+from logdoctor.triage.analyse import analyse_entries, analyse_lines
 from logdoctor.triage.inputs import NOT_LOG_SUFFIXES, InputSpec, LogStream, Skipped, Unreadable, open_logs
 from logdoctor.triage.scan import ScanStats, repaired_stream, scan
 
