@@ -117,10 +117,8 @@ def _walk(root: str, specs: list[InputSpec], seen: set[str], add_file) -> None:
                 skip(p, "a symlink out of the folder, not followed")
             elif not os.path.isfile(target):
                 skip(p, "a symlink to something that is not a regular file, not followed")
-            elif target in {os.path.realpath(os.path.join(d, r)) for r in regular} or target in seen:
+            else:   # the walk reaches the file itself (a rotated-log alias would count it twice)
                 skip(p, "a symlink to a file in the folder, read there")
-            else:
-                regular.append(f)
         journals = sorted(os.path.join(d, f) for f in regular if f.endswith((".journal", ".journal~")))
         if journals and d not in seen:
             seen.add(d)

@@ -203,8 +203,12 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
 
 
 NOT_A_LOG = "not a log (no timestamped or levelled line in its first 64 KiB)"
-# a log line carries a clock time (every journal, engine and container prefix) or a level word at its start
-_LOG_LINE = re.compile(rb"(?m)^.{0,120}?(?:\b\d\d:\d\d:\d\d\b|^\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b)")
+# a log line carries a clock time (every journal, engine and container prefix), a level word at its start, or is a
+# structured entry (journalctl -o json, docker's json-file, JSON loggers)
+_LOG_LINE = re.compile(
+    rb"(?m)^(?:[^\n]{0,400}?(?<!\d)\d\d:\d\d:\d\d(?!\d)|\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|\[\s*\d+\.\d{6}\]"
+    rb"|\x1e?\{[^\n]*\"(?:MESSAGE|__REALTIME_TIMESTAMP|log|msg|message|time|timestamp|ts|level)\"\s*:)"
+)
 
 
 def looks_like_log(head: bytes) -> bool:
