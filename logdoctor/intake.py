@@ -149,7 +149,7 @@ _CR_BEFORE_LOG = re.compile(rb"\r(?!\n)(?=" + _LOG_HEAD + rb")")
 _LONE_CR = re.compile(rb"\r(?!\n)")
 
 
-def cr_breaks(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
+def cr_breaks(data: bytes) -> tuple[bytes, int]:
     """Lone carriage returns that end lines, made newlines; returns (data, how many). A text whose separators are
     mostly lone CRs (an old Mac file, `tr '\\n' '\\r'`) is CR-terminated: every lone CR ends a line. In a mixed text, a
     lone CR ends a line when a fresh log line follows it (a timestamp or a level prefix); one followed by anything

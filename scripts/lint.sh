@@ -14,7 +14,7 @@ FORMATTED=(
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
   logdoctor/sources/archive.py logdoctor/sources/tarstream.py logdoctor/sources/guard.py logdoctor/formats/visible.py
-  tests/test_trust_inputs.py
+  tests/test_trust_inputs.py tests/test_fuzz_archives.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz
 "$PY" -m ruff format --check "${FORMATTED[@]}"

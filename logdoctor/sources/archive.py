@@ -352,7 +352,7 @@ class Expansion:
         import zstandard
 
         # the decoder's window is bounded by libzstd's default limit (128 MiB), so a frame cannot demand GBs
-        reader = zstandard.ZstdDecompressor().stream_reader(_SourceFile(src), read_across_frames=True)
+        reader = zstandard.ZstdDecompressor().stream_reader(_SourceFile(src), read_across_frames=True)  # type: ignore[arg-type]
         while True:
             room = self._room()
             if room <= 0:

@@ -16,6 +16,7 @@ import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor import limits
 
@@ -53,7 +54,7 @@ class Member:
     mtime: float
     kind: str  # file, symlink, hard link, directory, FIFO, character device, sparse file, ...
     skip: str | None = None  # why its data is not read (a link, a device, a header over its cap)
-    body: io.BufferedReader | None = None  # a regular member's data (bounded to `size`)
+    body: Any = None  # a regular member's data (an io.BufferedReader bounded to `size`)
 
 
 def _checksum_ok(block: bytes) -> bool:
