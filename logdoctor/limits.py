@@ -23,9 +23,11 @@ EXPANDED_CAP = 256 * 1024 * 1024
 BOMB_RATIO = 400
 
 # triage streams its inputs (memory stays flat), so its caps bound time and disk, not memory: each log or tar member
-# decompresses to at most STREAM_EXPANDED_CAP, and one task (an input with all its members) to RUN_EXPANDED_CAP.
+# decompresses to at most STREAM_EXPANDED_CAP, one task (an input with all its members) to TASK_EXPANDED_CAP, and a
+# whole run to RUN_EXPANDED_CAP: once the finished tasks reach it, the inputs not yet started are listed, not read.
 STREAM_EXPANDED_CAP = 8 * 1024 * 1024 * 1024
-RUN_EXPANDED_CAP = 64 * 1024 * 1024 * 1024
+TASK_EXPANDED_CAP = 64 * 1024 * 1024 * 1024
+RUN_EXPANDED_CAP = 256 * 1024 * 1024 * 1024
 
 # Header fields of archives are read before any data, so each is bounded: a gzip FNAME/FCOMMENT, a tar GNU long name
 # or a PAX header block (a 2 GiB long-name header would otherwise be read into memory whole).

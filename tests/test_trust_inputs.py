@@ -35,6 +35,7 @@ ENV = dict(os.environ, NO_COLOR="1")
 # row id -> what the row promises (the doc's table lists the same ids)
 ROWS = {
     "same-policy": "explain and triage give the same verdict on lying gzip trailers/headers, NUL bytes, zstd, CR-only",
+    "run-cap": "once finished tasks reach the run's cap on decompressed bytes, the inputs not started are listed",
     "tar-member-errors": "a corrupt member is named archive:member and the members after it are still read",
     "plain-tar-not-gzip": "a plain .tar is never blamed as gzip",
     "tar-long-name": "a long-name header over the cap makes its member unreadable, bounded memory, the rest read",
@@ -181,6 +182,22 @@ def test_expansion_caps_per_input_and_per_run():
         sizes.append(sum(len(c) for c in e))
     assert sum(sizes) == 2 << 20 and sizes[2] == 0, sizes
     assert "the run's" in (e.stopped or ""), e.stopped
+
+
+def test_run_cap_lists_inputs_not_started(tmp_path, monkeypatch):
+    """Once finished tasks reach the run's cap on decompressed bytes, the inputs not started are listed, not read."""
+    from logdoctor import limits
+    from logdoctor.triage import runner
+    from logdoctor.triage.inputs import expand
+
+    for i in range(3):
+        (tmp_path / f"{i}.log.gz").write_bytes(gzip.compress(SEED))
+    monkeypatch.setattr(limits, "RUN_EXPANDED_CAP", len(SEED) + 1)
+    specs, _ = expand([str(tmp_path)])
+    results = runner.run_local(specs, 1, None)
+    status = [r.inputs[0]["status"] for r in results]
+    assert status == ["diagnosed", "diagnosed", "unreadable"], status
+    assert results[2].inputs[0]["reason"] == "not read: the run reached its 12.9 KiB cap on decompressed bytes"
 
 
 # ------------------------------------------------------------------------------------------------------ archives

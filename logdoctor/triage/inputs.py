@@ -178,7 +178,7 @@ def open_logs(path: str, budget: Budget | None = None, *, walked: bool = False) 
     with fh:
         mtime = _mtime(path)
         # an archive's outer stream holds all its members: the task's cap; a single log gets the per-log one
-        opened = open_decompressed(fh, path, limits.RUN_EXPANDED_CAP, budget)
+        opened = open_decompressed(fh, path, limits.TASK_EXPANDED_CAP, budget)
         head = _peek(opened.stream, 512, opened.compression)
         if not is_tar(head):
             for layer in opened.layers:

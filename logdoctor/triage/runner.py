@@ -42,6 +42,28 @@ class TaskResult:
     bytes: int = 0
     lines: int = 0
     seconds: float = 0.0
+    expanded: int = 0      # decompressed bytes (every layer), counted against the run's cap
+
+
+class _RunCap:
+    """The run's cap on decompressed bytes (limits.RUN_EXPANDED_CAP), summed over finished tasks: once reached,
+    the inputs not yet started are listed as not read instead of read."""
+
+    def __init__(self):
+        self.used = 0
+
+    def add(self, r: TaskResult) -> None:
+        self.used += r.expanded
+
+    @property
+    def reached(self) -> bool:
+        return self.used >= limits.RUN_EXPANDED_CAP
+
+    def skipped(self, spec: InputSpec, index: int) -> TaskResult:
+        out = TaskResult(index=index)
+        out.inputs.append(_acct(spec.path, None, "unreadable", f"not read: the run reached its"
+                                f" {limits.human(limits.RUN_EXPANDED_CAP)} cap on decompressed bytes", 0, out))
+        return out
 
 
 def process_spec(spec: InputSpec, index: int = 0, year: int | None = None) -> TaskResult:
@@ -56,9 +78,12 @@ def process_spec(spec: InputSpec, index: int = 0, year: int | None = None) -> Ta
         if spec.kind == "journal-dir":
             _journal(spec, out, year)
         else:
-            budget = Budget(limits.RUN_EXPANDED_CAP)    # every member of this input together
-            for log in open_logs(spec.path, budget, walked=spec.walked):
-                _member(spec, log, out, year, listed)
+            budget = Budget(limits.TASK_EXPANDED_CAP)    # every member of this input together
+            try:
+                for log in open_logs(spec.path, budget, walked=spec.walked):
+                    _member(spec, log, out, year, listed)
+            finally:
+                out.expanded = budget.total - budget.left
     except Skipped as exc:
         out.inputs.append(_acct(spec.path, None, "skipped", str(exc), 0, out))
     except Unreadable as exc:
@@ -327,9 +352,11 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
     """Process the inputs here (jobs 1) or in a pool of forked workers; `while_waiting` runs in the parent once
     every worker has been started (work the parent would otherwise do after them, not before a fork)."""
     results: list[TaskResult] = []
+    cap = _RunCap()
     if jobs <= 1 or len(specs) <= 1:
         for i, s in enumerate(specs):
-            r = process_spec(s, i, year)
+            r = cap.skipped(s, i) if cap.reached else process_spec(s, i, year)
+            cap.add(r)
             results.append(r)
             if progress:
                 progress(s, r)
@@ -350,7 +377,11 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
             if while_waiting is not None:
                 while_waiting()
             for f in as_completed(futs):
-                r = f.result()
+                r = cap.skipped(specs[futs[f]], futs[f]) if f.cancelled() else f.result()
+                cap.add(r)
+                if cap.reached:     # inputs not started yet are listed, not read
+                    for other in futs:
+                        other.cancel()
                 results.append(r)
                 if progress:
                     progress(specs[futs[f]], r)
