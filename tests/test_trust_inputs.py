@@ -509,9 +509,12 @@ def test_explain_growing_file(tmp_path):
     finally:
         stop.set()
         t.join()
+    final = path.stat().st_size
     assert p.returncode in (0, 1), p.stderr
     read = int(re.search(r"lines: read (\d+)", p.stderr).group(1))
-    assert read <= (9 << 20) // len(filler) + 200, read
+    # main chased the writer (40 MB/s, faster than a full parse) and never ended; now the read stops at the size
+    # the file had at open, well short of what the writer had appended by the end
+    assert read * len(filler) < 0.8 * final, (read * len(filler), final)
 
 
 # -------------------------------------------------------------------------------------------------- line endings
