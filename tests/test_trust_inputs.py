@@ -36,6 +36,7 @@ ENV = dict(os.environ, NO_COLOR="1")
 ROWS = {
     "same-policy": "explain and triage give the same verdict on lying gzip trailers/headers, NUL bytes, zstd, CR-only",
     "run-cap": "once finished tasks reach the run's cap on decompressed bytes, the inputs not started are listed",
+    "gzip-refused": "gzip that yields nothing gives explain's one line and the same words as triage's reason",
     "tar-member-errors": "a corrupt member is named archive:member and the members after it are still read",
     "plain-tar-not-gzip": "a plain .tar is never blamed as gzip",
     "tar-long-name": "a long-name header over the cap makes its member unreadable, bounded memory, the rest read",
@@ -165,6 +166,34 @@ def test_same_policy_on_both_paths(tmp_path):
         "the CRC in gzip member 1's trailer does not match its data; the 13215 decompressed bytes are kept" in e.stderr
     ), e.stderr
     assert p.returncode == 0, p.stderr
+
+
+def test_refused_gzip_same_message_on_both_paths(tmp_path):
+    """Gzip that yields nothing: explain's one line (exit 2) is triage's reason, word for word."""
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = co.compress(SEED) + co.flush()
+    cases = {
+        "method7.gz": (b"\x1f\x8b\x07\x00" + bytes(6) + body, "unknown gzip compression method 7"),
+        "fextra.gz": (
+            b"\x1f\x8b\x08\x04" + bytes(6) + b"\xff\xff" + b"x" * 100,
+            "the gzip header ends inside its extra field",
+        ),
+        "fname.gz": (
+            b"\x1f\x8b\x08\x08" + bytes(6) + b"name-without-end" * 10,
+            "the gzip header ends inside its file name field",
+        ),
+        "magic.gz": (b"\x1f\x8b", "the gzip header is cut short"),
+    }
+    (tmp_path / "g").mkdir()
+    for name, (data, _) in cases.items():
+        (tmp_path / "g" / name).write_bytes(data)
+    p, doc = _triage("g", cwd=tmp_path)
+    got = _inputs(doc)
+    for name, (_, why) in cases.items():
+        line = f"nothing could be read: corrupt gzip data ({why})"
+        e = _explain(f"g/{name}", cwd=tmp_path)
+        assert e.returncode == 2 and e.stderr == f"logdoctor: g/{name}: {line}\n", e.stderr
+        assert got[(f"g/{name}", None)]["reason"] == line, got[(f"g/{name}", None)]
 
 
 def test_expansion_caps_per_input_and_per_run():
