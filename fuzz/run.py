@@ -26,7 +26,9 @@ with atheris.instrument_imports(include=["logdoctor"]):
     import logdoctor.matching.conditions  # noqa: F401
     import logdoctor.matching.rank  # noqa: F401
     import logdoctor.read  # noqa: F401
+    import logdoctor.sources.archive  # noqa: F401
     import logdoctor.sources.files  # noqa: F401
+    import logdoctor.sources.tarstream  # noqa: F401
     import logdoctor.timeline  # noqa: F401
 from fuzz.targets import TARGETS, seeds  # noqa: E402
 

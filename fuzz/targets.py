@@ -142,9 +142,120 @@ def target_explain(data: bytes) -> None:
     assert d.exit_code in (0, 1, 3)
 
 
+_ARCHIVE_CAP = 1 << 20
+
+
+def _drain(stream, limit: int) -> int:
+    n = 0
+    while n < limit:
+        piece = stream.read(1 << 16)
+        if not piece:
+            break
+        n += len(piece)
+    return n
+
+
+def target_archive(data: bytes) -> None:
+    """Any bytes as triage opens an input: compression layers by magic, then tar members one by one, each member's
+    own layers. Invariants: only the documented errors, the caps hold, a member never costs the archive."""
+    import io
+
+    from logdoctor.sources import archive, tarstream
+    budget = archive.Budget(4 * _ARCHIVE_CAP)
+    try:
+        opened = archive.open_layers(io.BytesIO(data), "<fuzz>", _ARCHIVE_CAP, budget)
+    except InputError:
+        return   # zstd without the zstandard package
+    head = opened.stream.peek(512)[:512]
+    if not tarstream.is_tar(head):
+        assert _drain(opened.stream, 1 << 30) <= _ARCHIVE_CAP + (1 << 20)
+        return
+    try:
+        for m in tarstream.TarReader(opened.stream):
+            assert len(m.name.encode("utf-8", "replace")) <= 4096 + 8, len(m.name)
+            if m.body is None:
+                continue
+            inner = archive.open_layers(m.body, m.name, _ARCHIVE_CAP, budget)
+            assert _drain(inner.stream, 1 << 30) <= _ARCHIVE_CAP + (1 << 20)
+    except (tarstream.TarError, EOFError, InputError):
+        pass
+    assert budget.left >= -(1 << 20) * 4, budget.left
+
+
+@lru_cache(maxsize=1)
+def _tar_seed() -> bytes:
+    """A small real tar (GNU format, a long name, a symlink, a gzip member) whose header bytes the fuzzer rewrites."""
+    import gzip
+    import io
+    import tarfile
+    body = "\n".join(_SEED[:20]).encode() or b"line\n"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, payload in (("a.log", body), ("d/" + "n" * 150 + ".log", body), ("b.log.gz", gzip.compress(body))):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(payload)
+            tar.addfile(ti, io.BytesIO(payload))
+        ln = tarfile.TarInfo("link.log")
+        ln.type, ln.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(ln)
+    return buf.getvalue()
+
+
+def target_tar_headers(data: bytes) -> None:
+    """A real tar with fuzz bytes written over its header fields (the first two bytes pick the offset): sizes, types,
+    checksums, long names, PAX records. The reader must stay within its caps and raise only TarError."""
+    if len(data) < 3:
+        return
+    tar = bytearray(_tar_seed())
+    at = int.from_bytes(data[:2], "big") % len(tar)
+    patch = data[2:]
+    tar[at : at + len(patch)] = patch
+    target_archive(bytes(tar))
+
+
+def target_nested(data: bytes) -> None:
+    """Fuzz bytes through 1-3 compression layers (gzip/xz/bzip2/zstd), one byte damaged: explain's reader
+    (sources.files.from_bytes) and triage's (open_layers, streamed) must yield the same bytes."""
+    import bz2
+    import gzip
+    import io
+    import lzma
+
+    from logdoctor.sources import archive
+    from logdoctor.sources.files import from_bytes
+    if len(data) < 3:
+        return
+    # fast settings (a default xz preset sets up a 64 MiB dictionary per call: 5 inputs a second)
+    comp = [lambda b: gzip.compress(b, 1), lambda b: lzma.compress(b, preset=0), lambda b: bz2.compress(b, 1)]
+    try:
+        import zstandard
+        comp.append(zstandard.ZstdCompressor(level=1).compress)
+    except ImportError:
+        pass
+    blob = data[3:]
+    for i in range(1 + data[0] % 3):
+        blob = comp[(data[0] >> (2 * i + 2)) % len(comp)](blob)
+    if data[1] and blob:
+        pos = (data[1] * 7919 + data[2]) % len(blob)
+        blob = blob[:pos] + bytes([blob[pos] ^ data[2] or 1]) + blob[pos + 1 :]
+    try:
+        whole = bytes(from_bytes(blob, "<fuzz>").data)
+    except InputError:
+        whole = None
+    opened = archive.open_layers(io.BytesIO(blob), "<fuzz>")
+    streamed = bytearray()
+    while piece := opened.stream.read(1 << 16):
+        streamed += piece
+    if whole is not None:
+        assert whole == bytes(streamed), (len(whole), len(streamed))
+    else:
+        assert not streamed or archive.sniff(bytes(streamed[:8])) is not None or streamed[257:262] == b"ustar"
+
+
 TARGETS = {
     "read": target_read, "formats": target_formats, "prefix": target_prefix, "config": target_config,
-    "rules": target_rules, "explain": target_explain,
+    "rules": target_rules, "explain": target_explain, "archive": target_archive, "tar_headers": target_tar_headers,
+    "nested": target_nested,
 }
 
 

@@ -37,6 +37,7 @@ class Damage:
     long_lines: int = 0                 # lines longer than limits.MATCH_CAP: rules match their head only
     first_nul_line: int = 0
     stopped: str | None = None          # where a truncated or capped archive stopped
+    cr_lines: int = 0                   # lone CRs read as line ends (a CR-terminated log, or CR before a log line)
     notes: list[str] = field(default_factory=list)
 
 
@@ -88,6 +89,10 @@ def repair(data: bytes, origin: str = "<bytes>") -> tuple[bytes, Damage]:
         dmg.encoding = enc
         data = data.decode(enc, "replace").lstrip("\ufeff").encode("utf-8", "replace")
         dmg.notes.append(f"{origin}: decoded as {enc.upper()} text")
+    data, dmg.cr_lines = cr_breaks(data)
+    if dmg.cr_lines:
+        dmg.notes.append(f"{origin}: {dmg.cr_lines} lone carriage return{'s' if dmg.cr_lines > 1 else ''} read as line"
+                         " ends")
     if b"\x00" in data:
         dmg.nul_bytes = data.count(b"\x00")
         first = data.count(b"\n", 0, data.find(b"\x00")) + 1
@@ -136,6 +141,30 @@ def _cut_long_lines(data: bytes, dmg: Damage) -> bytes:
     return b"".join(parts)
 
 
+# What a fresh log line starts with: a syslog/journal clock, an ISO date, SGLang's "[date", vLLM's "LEVEL mm-dd",
+# a JSON entry, journalctl's own separator lines. A tqdm redraw starts with its description or the bar instead.
+_LOG_HEAD = (rb"(?:[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d{4}-\d\d-\d\d"
+             rb"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d|\{\"|-- (?:Boot|Logs begin|No entries))")
+_CR_BEFORE_LOG = re.compile(rb"\r(?!\n)(?=" + _LOG_HEAD + rb")")
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def cr_breaks(data: bytes) -> tuple[bytes, int]:
+    """Lone carriage returns that end lines, made newlines; returns (data, how many). A text whose separators are
+    mostly lone CRs (an old Mac file, `tr '\\n' '\\r'`) is CR-terminated: every lone CR ends a line. In a mixed text, a
+    lone CR ends a line when a fresh log line follows it (a timestamp or a level prefix); one followed by anything
+    else is a progress-bar redraw, collapsed later by formats.clean."""
+    if b"\r" not in data:
+        return data, 0
+    lone = data.count(b"\r") - data.count(b"\r\n")
+    if lone <= 0:
+        return data, 0
+    if lone >= 4 * data.count(b"\n"):
+        return _LONE_CR.sub(b"\n", data), lone
+    out, n = _CR_BEFORE_LOG.subn(b"\n", data)
+    return out, n
+
+
 def repair_lines(lines: list[str], origin: str = "<lines>") -> tuple[list[str], Damage]:
     """The same policy for lines given as text (the API's iterable source): NULs replaced, over-long lines cut
     (at LINE_CAP characters)."""
@@ -167,6 +196,9 @@ def repair_lines(lines: list[str], origin: str = "<lines>") -> tuple[list[str], 
 def repair_chunk(data: bytes, dmg: Damage, lines_before: int) -> bytes:
     """`repair` for one chunk of a streamed file (stream.py): NUL runs replaced, lines over LINE_CAP cut, counted
     into `dmg` with line numbers of the whole input. The encoding was checked on the file's head."""
+    if b"\r" in data:
+        data, n = _CR_BEFORE_LOG.subn(b"\n", data)
+        dmg.cr_lines += n
     if b"\x00" in data:
         n = data.count(b"\x00")
         if not dmg.nul_bytes:

@@ -18,6 +18,34 @@ MATCH_CAP = 8 * 1024
 # the part read so far is diagnosed and a warning says where it stopped.
 EXPANDED_CAP = 256 * 1024 * 1024
 
+# Past EXPANDED_CAP, an input that expands more than BOMB_RATIO times its compressed size is a decompression bomb and
+# stops there (gzip tops out near 1000:1 on zeros; real logs compress 5-50:1, very repetitive ones up to ~150:1).
+BOMB_RATIO = 400
+
+# triage streams its inputs (memory stays flat), so its caps bound time and disk, not memory: each log or tar member
+# decompresses to at most STREAM_EXPANDED_CAP, one task (an input with all its members) to TASK_EXPANDED_CAP, and a
+# whole run to RUN_EXPANDED_CAP: once the finished tasks reach it, the inputs not yet started are listed, not read.
+STREAM_EXPANDED_CAP = 8 * 1024 * 1024 * 1024
+TASK_EXPANDED_CAP = 64 * 1024 * 1024 * 1024
+RUN_EXPANDED_CAP = 256 * 1024 * 1024 * 1024
+
+# Header fields of archives are read before any data, so each is bounded: a gzip FNAME/FCOMMENT, a tar GNU long name
+# or a PAX header block (a 2 GiB long-name header would otherwise be read into memory whole).
+GZIP_FIELD_CAP = 64 * 1024
+TAR_HEADER_CAP = 1024 * 1024
+TAR_NAME_CAP = 4096          # PATH_MAX: a longer member name is not a file anyone wrote
+
+# A tar member that is a systemd journal file is copied to a temporary folder for the journal reader; journald's own
+# files are at most 128 MiB by default (SystemMaxFileSize), so a larger one is refused instead of filling /tmp.
+JOURNAL_MEMBER_CAP = 512 * 1024 * 1024
+
+# An archive of many members lists at most this many members that gave nothing (empty, skipped); the rest are
+# counted in one entry, so a 200 000-member tar bomb does not make a 200 000-row report.
+MAX_LISTED = 1000
+
+# explain reading a pipe or FIFO that gives no data for this long says so on stderr (is the writer still running?).
+WAIT_NOTE_SECONDS = 5.0
+
 # A source is read whole, but its first EARLY_SNIFF bytes are checked first, so an endless binary stream
 # (/dev/zero, `cat /dev/urandom |`) is refused before it fills memory.
 EARLY_SNIFF = 1024 * 1024

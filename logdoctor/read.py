@@ -309,8 +309,11 @@ def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=Non
             return res
     else:   # a pipe: its first STREAM_MIN bytes decide, as a file's size does
         import sys
+
+        from logdoctor.sources.guard import waiting
         fh = sys.stdin.buffer
-        head = fh.read(stream.STREAM_MIN)
+        with waiting("<stdin>", "the input has not ended"):   # `(cat log; sleep 60) |`: say why nothing happens
+            head = fh.read(stream.STREAM_MIN)
         if len(head) >= stream.STREAM_MIN and stream.head_streams(head[:8192]):
             res = stream.read_stream(fh, "<stdin>", prefix=head)
             if lines:

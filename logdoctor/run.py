@@ -13,7 +13,8 @@ from logdoctor.errors import LogdoctorError
 
 
 def warn(msg: str) -> None:
-    sys.stderr.write(f"logdoctor: warning: {msg}\n")
+    from logdoctor.formats.visible import visible
+    sys.stderr.write(f"logdoctor: warning: {visible(msg)}\n")   # a file name in it stays one printable line
 
 
 def out(text: str) -> None:
@@ -111,7 +112,8 @@ def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None,
             from logdoctor.render.timeline_view import render_text
             from logdoctor.timeline import build
             tl_text = render_text(build(res.records, engine))
-        out(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text))
+        from logdoctor.formats.visible import visible_lines
+        out(visible_lines(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text)))
     return d.exit_code
 
 
@@ -154,7 +156,8 @@ def fail(exc: BaseException, verbose: bool) -> int:
         sys.stderr.write("logdoctor: interrupted\n")
         return 130
     if isinstance(exc, LogdoctorError):
-        sys.stderr.write(f"logdoctor: {exc}\n")
+        from logdoctor.formats.visible import visible
+        sys.stderr.write(f"logdoctor: {visible(str(exc))}\n")
         return exc.exit_code
     if verbose:
         import traceback

@@ -294,8 +294,9 @@ def head_streams(head: bytes) -> bool:
 def read_file(path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK,
               ring: int = RING) -> ReadResult:
     """The file at `path` → records, chunk by chunk (see read_stream)."""
-    with open(path, "rb") as fh:
-        return read_stream(fh, path, year=year, max_line=max_line, chunk=chunk, ring=ring)
+    from logdoctor.sources.guard import upto
+    with open(path, "rb") as fh:   # a file still being written: read up to its size at open
+        return read_stream(upto(fh), path, year=year, max_line=max_line, chunk=chunk, ring=ring)
 
 
 def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None, max_line: int | None = None,

@@ -32,6 +32,8 @@ FORMATTED=(
   tests/test_triage_polish.py
   logdoctor/matching/yamlsafe.py logdoctor/matching/regexsafe.py logdoctor/matching/template.py
   logdoctor/render/safe_text.py tests/test_trust_rules.py
+  logdoctor/sources/archive.py logdoctor/sources/tarstream.py logdoctor/sources/guard.py logdoctor/formats/visible.py
+  tests/test_trust_inputs.py tests/test_fuzz_archives.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -115,12 +115,14 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
     else:
         _write(report.html_report(df), out)
     if out:
-        click.echo(f"logdoctor: wrote {out}", err=True)
+        from logdoctor.formats.visible import visible
+        click.echo(visible(f"logdoctor: wrote {out}"), err=True)
     bad = res.unreadable
     if bad:
-        click.echo(f"logdoctor: {len(bad)} input(s) unreadable (listed in the report): "
-                   + "; ".join(f"{i['source']}{':' + i['member'] if i['member'] else ''}: {i['reason']}"
-                               for i in bad[:3]) + (" ..." if len(bad) > 3 else ""), err=True)
+        from logdoctor.formats.visible import visible
+        click.echo(visible(f"logdoctor: {len(bad)} input(s) unreadable (listed in the report): "
+                           + "; ".join(f"{i['source']}{':' + i['member'] if i['member'] else ''}: {i['reason']}"
+                                       for i in bad[:3]) + (" ..." if len(bad) > 3 else "")), err=True)
         sys.exit(2)
     sys.exit(0)
 

@@ -1,6 +1,7 @@
 """Read a SOURCE (path or '-') into bytes, decompressing by content (magic bytes), not by file name."""
 from __future__ import annotations
 
+import io
 import os
 import sys
 from dataclasses import dataclass, field
@@ -8,16 +9,11 @@ from dataclasses import dataclass, field
 from logdoctor import limits
 from logdoctor.errors import InputError
 from logdoctor.intake import Damage, sniff
-from logdoctor.sources.archive import Stream, expand
+from logdoctor.sources import archive, guard
+from logdoctor.sources.archive import Stream
 
 # A systemd journal file starts with this signature; it is read through the journal source, not as text.
 JOURNAL_MAGIC = b"LPKSHHRH"
-_MAGICS = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"BZh", "bzip2"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
 
 
 @dataclass(slots=True)
@@ -30,20 +26,15 @@ class RawInput:
 
 
 def sniff_compression(head: bytes) -> str | None:
-    for magic, name in _MAGICS:
-        if head.startswith(magic):
-            return name
-    return None
+    return archive.sniff(head)
 
 
 def decompress(data: bytes | bytearray | Stream, kind: str, origin: str) -> tuple[bytearray, str | None]:
-    """Streamed, capped decompression (sources/archive.py): (output, where it stopped early or None). Only an
-    archive that yields nothing raises InputError."""
-    if kind == "zstd":
-        raise InputError(f"{origin}: zstd-compressed input is not supported; decompress it first (zstd -dc FILE | logdoctor explain)")
-    if kind not in ("gzip", "xz", "bzip2"):
+    """Streamed, capped decompression of one layer (sources/archive.py): (output, where it stopped early or None).
+    Only an archive that yields nothing raises InputError."""
+    if kind not in archive.MAGIC:
         raise InputError(f"{origin}: unknown compression {kind}")
-    return expand(data, kind, origin, limits.EXPANDED_CAP)
+    return archive.expand(data, kind, origin, limits.EXPANDED_CAP)
 
 
 def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
@@ -51,7 +42,8 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
     if source is None or str(source) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         try:
-            return from_bytes(read_checked(stream, "<stdin>"), "<stdin>")
+            with guard.waiting("<stdin>", "the input has not ended"):
+                return from_bytes(read_checked(stream, "<stdin>"), "<stdin>")
         except OSError as exc:
             raise InputError(f"cannot read stdin: {_short(exc)}") from None
     else:
@@ -59,8 +51,10 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
         try:
             if os.path.isdir(origin):
                 raise InputError(f"{origin}: is a directory (use --journal-dir for a journal directory)")
-            with open(origin, "rb") as fh:   # a compressed file is decompressed while it is read
-                return from_bytes(read_checked(fh, origin), origin)
+            with guard.waiting(origin, "nothing could be opened or read yet"):   # a FIFO without a writer
+                fh = open(origin, "rb")
+                with fh:   # a compressed file is decompressed while it is read; a growing one up to its size at open
+                    return from_bytes(read_checked(guard.upto(fh), origin), origin)
         except InputError:
             raise
         except FileNotFoundError:
@@ -88,25 +82,35 @@ def read_checked(fh, origin: str) -> bytes | Stream:
 
 
 def from_bytes(source: bytes | bytearray | Stream, origin: str = "<bytes>") -> RawInput:
-    compression: str | None = None
+    """Undo every compression layer (the one decompression triage uses too: sources/archive.py) and refuse a tar
+    archive by name: explain reads one log."""
     dmg = Damage()
-    data: bytes | bytearray
-    stopped: str | None
-    if isinstance(source, Stream):   # a compressed stream: decompressed as it is read
-        compression = sniff_compression(source.head[:8]) or "gzip"
-        data, stopped = decompress(source, compression, origin)
-        _note_stop(dmg, origin, stopped, data)
-    else:
-        data = source
-    for _ in range(3):  # e.g. a .tar is not handled, but gzip-of-xz is
-        kind = sniff_compression(bytes(data[:8]))
-        if kind is None:
-            break
-        compression = kind if compression is None else f"{compression}+{kind}"
-        data, stopped = decompress(data, kind, origin)
-        _note_stop(dmg, origin, stopped, data)
+    head = source.head[:8] if isinstance(source, Stream) else bytes(source[:8])
+    data: bytes | bytearray = source if not isinstance(source, Stream) else source.head
+    compression: str | None = None
+    if archive.sniff(head) is not None:
+        opened = archive.open_layers(source if isinstance(source, Stream) else io.BytesIO(source), origin)
+        out = bytearray()
+        while chunk := opened.stream.read(1 << 20):
+            out += chunk
+        compression = opened.compression
+        if not out:
+            kind = opened.layers[-1].kind
+            raise InputError(f"{origin}: nothing could be read: {opened.stopped or f'empty {kind} data'}")
+        dmg.notes += [f"{origin}: {n}" for n in opened.notes]
+        _note_stop(dmg, origin, opened.stopped, out)
+        data = out
+    if is_tar(bytes(data[:512])):
+        what = f"a {compression}-compressed tar archive" if compression else "a tar archive"
+        raise InputError(f"{origin}: {what}; explain reads one log — list it with tar tf, or read every member"
+                         f" with: logdoctor triage {origin}")
     return RawInput(data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC),
                     damage=dmg)
+
+
+def is_tar(head: bytes) -> bool:
+    """POSIX ustar or GNU tar: the magic at offset 257 of the first header."""
+    return len(head) >= 262 and head[257:262] == b"ustar"
 
 
 def _note_stop(dmg: Damage, origin: str, stopped: str | None, data: bytes | bytearray) -> None:

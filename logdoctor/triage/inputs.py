@@ -7,18 +7,21 @@ members stream one after another (`tarfile` stream mode).
 """
 from __future__ import annotations
 
-import bz2
 import glob
-import gzip
 import io
 import lzma
 import os
-import tarfile
+import stat
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
+from logdoctor import limits
+from logdoctor.errors import InputError
+from logdoctor.sources import tarstream
+from logdoctor.sources.archive import Budget, Opened, open_layers
+from logdoctor.sources.files import JOURNAL_MAGIC
 
 SKIP_DIRS = {".git", "__pycache__", ".venv"}
 
@@ -26,9 +29,18 @@ SKIP_DIRS = {".git", "__pycache__", ".venv"}
 @dataclass(frozen=True)
 class InputSpec:
     path: str
-    kind: str          # file | journal-dir
+    kind: str          # file | journal-dir | skipped
     size: int          # bytes on disk (for progress)
     files: tuple[str, ...] = ()   # journal-dir: its .journal files
+    reason: str | None = None     # skipped: why
+    walked: bool = False          # found in a folder walk (not named on the command line)
+
+
+# Files in a folder that are not logs, by name: manifests, notes, labels, code, documents, images. A file named on
+# the command line is always read; one of these met in a folder walk is listed as skipped, never as a healthy run.
+NOT_LOG_SUFFIXES = (".yaml", ".yml", ".toml", ".ini", ".cfg", ".md", ".rst", ".py", ".sh", ".html", ".htm", ".csv",
+                    ".tsv", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".parquet", ".service", ".conf",
+                    ".sqlite", ".db", ".so", ".whl", ".ipynb", ".xlsx", ".docx")
 
 
 def expand(paths: list[str] | tuple[str, ...]) -> tuple[list[InputSpec], list[tuple[str, str]]]:
@@ -37,15 +49,11 @@ def expand(paths: list[str] | tuple[str, ...]) -> tuple[list[InputSpec], list[tu
     missing: list[tuple[str, str]] = []
     seen: set[str] = set()
 
-    def add_file(p: str) -> None:
+    def add_file(p: str, walked: bool = False) -> None:
         if p in seen:
             return
         seen.add(p)
-        try:
-            size = os.path.getsize(p)
-        except OSError:
-            size = 0
-        specs.append(InputSpec(p, "file", size))
+        specs.append(InputSpec(p, "file", _size(p), walked=walked))
 
     for arg in paths:
         arg = str(arg)
@@ -70,53 +78,79 @@ def expand(paths: list[str] | tuple[str, ...]) -> tuple[list[InputSpec], list[tu
 
 def _size(p: str) -> int:
     try:
-        return os.path.getsize(p)
+        st = os.lstat(p)
     except OSError:
         return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 def _walk(root: str, specs: list[InputSpec], seen: set[str], add_file) -> None:
+    """Regular files under `root` (lstat: a FIFO or device is listed as skipped, never opened); a symlink is
+    followed only to a file inside the folder, and then only once; directory symlinks are not followed."""
+    real_root = os.path.realpath(root)
+
+    def skip(p: str, why: str) -> None:
+        if p not in seen:
+            seen.add(p)
+            specs.append(InputSpec(p, "skipped", 0, reason=why, walked=True))
+
     for d, dirs, files in os.walk(root, onerror=lambda e: specs.append(InputSpec(e.filename or root, "file", 0))):
         dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS)
-        journals = sorted(os.path.join(d, f) for f in files if f.endswith((".journal", ".journal~")))
+        regular, links = [], []
+        for f in sorted(files):
+            p = os.path.join(d, f)
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError:
+                regular.append(f)   # vanished or unreadable: open() names the reason
+                continue
+            if stat.S_ISLNK(mode):
+                links.append(f)
+            elif not stat.S_ISREG(mode):
+                skip(p, f"not a regular file ({_file_kind(mode)})")
+            else:
+                regular.append(f)
+        for f in links:
+            p = os.path.join(d, f)
+            target = os.path.realpath(p)
+            if os.path.commonpath([real_root, target]) != real_root:
+                skip(p, "a symlink out of the folder, not followed")
+            elif not os.path.isfile(target):
+                skip(p, "a symlink to something that is not a regular file, not followed")
+            else:   # the walk reaches the file itself (a rotated-log alias would count it twice)
+                skip(p, "a symlink to a file in the folder, read there")
+        journals = sorted(os.path.join(d, f) for f in regular if f.endswith((".journal", ".journal~")))
         if journals and d not in seen:
             seen.add(d)
             seen.update(journals)
             specs.append(InputSpec(d, "journal-dir", sum(_size(j) for j in journals), tuple(journals)))
-        for f in sorted(files):
+        for f in sorted(regular):
             p = os.path.join(d, f)
-            if p not in seen and not f.endswith((".journal", ".journal~")):
-                add_file(p)
+            if p in seen or f.endswith((".journal", ".journal~")):
+                continue
+            if f.lower().endswith(NOT_LOG_SUFFIXES):
+                skip(p, f"not a log (a {os.path.splitext(f)[1].lower()} file)")
+            else:
+                add_file(p, walked=True)
 
 
 class Unreadable(Exception):
     """An input (or a member) that cannot be read; the message is the reason shown in the report."""
 
 
-def open_decompressed(raw) -> tuple[io.BufferedReader, str | None]:
-    """Wrap a binary stream in streaming decompressors by magic bytes (nested, e.g. gzip of xz)."""
-    stream = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
-    kinds: list[str] = []
-    for _ in range(3):
-        head = _peek(stream, 8, "+".join(kinds))
-        kind = sniff_compression(head)
-        if kind is None:
-            break
-        kinds.append(kind)
-        if kind == "gzip":
-            stream = io.BufferedReader(gzip.GzipFile(fileobj=stream), 1 << 20)
-        elif kind == "xz":
-            stream = io.BufferedReader(lzma.LZMAFile(stream), 1 << 20)
-        elif kind == "bzip2":
-            stream = io.BufferedReader(bz2.BZ2File(stream), 1 << 20)
-        elif kind == "zstd":
-            try:
-                import zstandard
-            except ImportError:
-                raise Unreadable("zstd-compressed; install the 'zstandard' package (pip install zstandard)") from None
-            stream = io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True),
-                                       1 << 20)
-    return stream, "+".join(kinds) or None
+class Skipped(Exception):
+    """An input that is not read on purpose (not a regular file, a link out of the folder, not a log)."""
+
+
+def open_decompressed(raw, origin: str = "<input>", cap: int = limits.STREAM_EXPANDED_CAP,
+                      budget: Budget | None = None) -> Opened:
+    """Undo compression layers by magic (the decompression explain uses: sources/archive.py), streamed and capped."""
+    try:
+        return open_layers(raw, origin, cap, budget)
+    except InputError as exc:   # zstd without the zstandard package
+        raise Unreadable(str(exc).removeprefix(origin + ": ")) from None
+    except (OSError, EOFError) as exc:
+        raise Unreadable(f"cannot read ({_short(exc)})") from None
 
 
 @dataclass
@@ -126,17 +160,43 @@ class LogStream:
     compression: str | None
     mtime: float | None
     journal: bool = False      # a systemd journal file (read through the journal source)
+    opened: Opened | None = None   # its decompression layers (where they stopped, what they noted)
+    skip: str | None = None    # a member that is not read (a link, a device, a sparse file): why
+    unreadable: str | None = None  # a member that cannot be read (a header over its cap, a nested archive): why
+    raw: Any = None            # the member's raw (still compressed) body: a rejected member is skipped through it
 
 
 def is_tar(head: bytes) -> bool:
-    return len(head) >= 262 and head[257:262] == b"ustar"
+    return tarstream.is_tar(head)
 
 
-def open_logs(path: str) -> Iterator[LogStream]:
+def open_logs(path: str, budget: Budget | None = None, *, walked: bool = False) -> Iterator[LogStream]:
     """The logs in a file: the file itself, or each member of a tar (members decompressed by magic too).
-    Errors while opening raise Unreadable; errors while reading surface from the stream's read()."""
+    Errors while opening raise Unreadable (Skipped: a FIFO or device met in a folder walk); errors while reading
+    surface from the stream's read() or as the Opened layers' `stopped`."""
+    fh = _open(path, walked)
+    with fh:
+        mtime = _mtime(path)
+        # an archive's outer stream holds all its members: the task's cap; a single log gets the per-log one
+        opened = open_decompressed(fh, path, limits.TASK_EXPANDED_CAP, budget)
+        head = _peek(opened.stream, 512, opened.compression)
+        if not is_tar(head):
+            for layer in opened.layers:
+                layer.cap = limits.STREAM_EXPANDED_CAP
+        if is_tar(head):
+            yield from _tar_members(opened, budget)
+            if opened.stopped:
+                raise Unreadable(opened.stopped)
+            return
+        yield LogStream(None, opened.stream, opened.compression, mtime, journal=head.startswith(JOURNAL_MAGIC),
+                        opened=opened)
+
+
+def _open(path: str, walked: bool):
+    """Open without blocking on a FIFO; a FIFO or device met in a folder walk is skipped, one named on the command
+    line is read (`triage <(zcat x.gz)` is a pipe)."""
     try:
-        fh = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise Unreadable("no such file") from None
     except PermissionError:
@@ -145,14 +205,25 @@ def open_logs(path: str) -> Iterator[LogStream]:
         raise Unreadable("is a directory") from None
     except OSError as exc:
         raise Unreadable(f"cannot open ({exc.strerror or exc})") from None
-    with fh:
-        mtime = _mtime(path)
-        stream, comp = open_decompressed(fh)
-        head = _peek(stream, 512, comp)
-        if is_tar(head):
-            yield from _tar_members(stream, comp)
-            return
-        yield LogStream(None, stream, comp, mtime, journal=head.startswith(JOURNAL_MAGIC))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise Unreadable("is a directory")
+        if not stat.S_ISREG(mode) and walked:
+            raise Skipped(f"not a regular file ({_file_kind(mode)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def _peek(stream, n: int, kind: str | None = None) -> bytes:
@@ -166,28 +237,43 @@ def _peek(stream, n: int, kind: str | None = None) -> bytes:
     return head[:n]
 
 
-def _tar_members(stream, comp: str | None) -> Iterator[LogStream]:
+def _tar_members(opened: Opened, budget: Budget | None) -> Iterator[LogStream]:
+    """Each member on its own (sources/tarstream.py): its own decompression, cap and error; a bad member never
+    costs the ones after it. Only a broken tar header ends the archive (Unreadable, after the members before it)."""
+    outer = opened.compression
+    reader = tarstream.TarReader(opened.stream)
     try:
-        tar = tarfile.open(fileobj=stream, mode="r|")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise Unreadable(f"corrupt tar archive ({_short(exc)})") from None
-    with tar:
-        while True:
+        for m in reader:
+            if m.kind == "directory":
+                continue
+            if m.skip is not None:
+                unreadable = m.skip if m.skip.startswith(("its ", "member name")) else None
+                yield LogStream(m.name, None, outer, m.mtime, skip=None if unreadable else m.skip,
+                                unreadable=unreadable)
+                continue
+            if m.body is None:   # an empty regular member
+                yield LogStream(m.name, io.BufferedReader(io.BytesIO(b"")), outer, m.mtime)
+                continue
+            inner = open_decompressed(m.body, m.name, limits.STREAM_EXPANDED_CAP, budget)
             try:
-                info = tar.next()
-            except (tarfile.TarError, OSError, EOFError, lzma.LZMAError) as exc:
-                raise Unreadable(f"tar archive cut short ({_short(exc)})") from None
-            if info is None:
-                return
-            if not info.isfile():
+                head = inner.stream.peek(512)[:512]
+            except Exception:  # noqa: BLE001 - a damaged member: its reason comes from the read that follows
+                head = b""
+            comp = "+".join(x for x in (outer, inner.compression) if x) or None
+            if inner.layers and is_tar(head):
+                yield LogStream(m.name, None, comp, m.mtime, raw=m.body, unreadable=(
+                    f"a nested archive (a tar inside {inner.compression}); extract it and triage the folder"))
                 continue
-            f = tar.extractfile(info)
-            if f is None:
+            if not inner.layers and is_tar(head):
+                yield LogStream(m.name, None, comp, m.mtime, raw=m.body,
+                                unreadable="a nested archive (a tar inside the tar); extract it and triage the folder")
                 continue
-            inner, icomp = open_decompressed(f)
-            head = _peek(inner, 512, icomp)
-            yield LogStream(info.name, inner, "+".join(x for x in (comp, icomp) if x) or None, float(info.mtime),
-                            journal=head.startswith(JOURNAL_MAGIC))
+            yield LogStream(m.name, inner.stream, comp, m.mtime, journal=head.startswith(JOURNAL_MAGIC),
+                            opened=inner, raw=m.body)
+    except tarstream.TarError as exc:
+        raise Unreadable(f"{exc} (after {reader.members} members)") from None
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise Unreadable(f"tar archive cut short after {reader.members} members ({_short(exc)})") from None
 
 
 def _mtime(path: str) -> float | None:

@@ -8,15 +8,18 @@ whatever ran the tasks.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from logdoctor import limits
+from logdoctor.sources.archive import Budget
 from logdoctor.triage.analyse import analyse_entries, analyse_lines
-from logdoctor.triage.inputs import InputSpec, LogStream, Unreadable, open_logs
-from logdoctor.triage.scan import ScanStats, scan
+from logdoctor.triage.inputs import NOT_LOG_SUFFIXES, InputSpec, LogStream, Skipped, Unreadable, open_logs
+from logdoctor.triage.scan import ScanStats, repaired_stream, scan
 
 _PF = None
 CONTEXT_ATTEMPTS = 3
@@ -39,24 +42,101 @@ class TaskResult:
     bytes: int = 0
     lines: int = 0
     seconds: float = 0.0
+    expanded: int = 0      # decompressed bytes (every layer), counted against the run's cap
+
+
+class _RunCap:
+    """The run's cap on decompressed bytes (limits.RUN_EXPANDED_CAP), summed over finished tasks: once reached,
+    the inputs not yet started are listed as not read instead of read."""
+
+    def __init__(self):
+        self.used = 0
+
+    def add(self, r: TaskResult) -> None:
+        self.used += r.expanded
+
+    @property
+    def reached(self) -> bool:
+        return self.used >= limits.RUN_EXPANDED_CAP
+
+    def skipped(self, spec: InputSpec, index: int) -> TaskResult:
+        out = TaskResult(index=index)
+        out.inputs.append(_acct(spec.path, None, "unreadable", f"not read: the run reached its"
+                                f" {limits.human(limits.RUN_EXPANDED_CAP)} cap on decompressed bytes", 0, out))
+        return out
 
 
 def process_spec(spec: InputSpec, index: int = 0, year: int | None = None) -> TaskResult:
     t0 = time.perf_counter()
     out = TaskResult(index=index)
+    if spec.kind == "skipped":
+        out.inputs.append(_acct(spec.path, None, "skipped", spec.reason, 0, out))
+        out.seconds = time.perf_counter() - t0
+        return out
+    listed = _Listing(spec.path, out)
     try:
         if spec.kind == "journal-dir":
             _journal(spec, out, year)
         else:
-            for log in open_logs(spec.path):
-                _one_log(spec, log, out, year)
+            budget = Budget(limits.TASK_EXPANDED_CAP)    # every member of this input together
+            try:
+                for log in open_logs(spec.path, budget, walked=spec.walked):
+                    _member(spec, log, out, year, listed)
+            finally:
+                out.expanded = budget.total - budget.left
+    except Skipped as exc:
+        out.inputs.append(_acct(spec.path, None, "skipped", str(exc), 0, out))
     except Unreadable as exc:
         out.inputs.append(_acct(spec.path, None, "unreadable", str(exc), 0, out))
     except Exception as exc:  # noqa: BLE001 - one bad input never stops the batch; its reason is reported
         out.inputs.append(_acct(spec.path, None, "unreadable", f"internal error: {type(exc).__name__}: "
                                 f"{str(exc)[:160]}", 0, out))
+    listed.close()
     out.seconds = time.perf_counter() - t0
     return out
+
+
+class _Listing:
+    """Of an archive's members that gave nothing (empty, skipped), the first MAX_LISTED are listed one by one and the
+    rest counted in one entry: a 200 000-member tar bomb costs a bounded report."""
+
+    def __init__(self, source: str, out: TaskResult):
+        self.source, self.out = source, out
+        self.quiet = 0
+        self.more: dict[str, int] = {}
+
+    def add(self, entry: dict) -> None:
+        if entry["member"] is not None and entry["status"] in ("empty", "skipped") and not entry["attempts"]:
+            self.quiet += 1
+            if self.quiet > limits.MAX_LISTED:
+                self.more[entry["status"]] = self.more.get(entry["status"], 0) + 1
+                return
+        self.out.inputs.append(entry)
+
+    def close(self) -> None:
+        for status, n in sorted(self.more.items()):
+            self.out.inputs.append(_acct(self.source, f"({n} more {status} members)", status,
+                                         f"{n} more members gave nothing; only the first {limits.MAX_LISTED} are"
+                                         " listed one by one", 0, self.out))
+
+
+def _member(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None, listed: _Listing) -> None:
+    """One log of an input (the file, or one tar member): skipped, refused or read, with its own accounting."""
+    sub = TaskResult(index=out.index)
+    if log.skip is not None:
+        sub.inputs.append(_acct(spec.path, log.member, "skipped", log.skip, 0, sub))
+    elif log.unreadable is not None:
+        sub.inputs.append(_acct(spec.path, log.member, "unreadable", log.unreadable, 0, sub))
+    elif log.member is not None and log.member.lower().endswith(NOT_LOG_SUFFIXES):
+        sub.inputs.append(_acct(spec.path, log.member, "skipped", f"not a log (a "
+                                f"{os.path.splitext(log.member)[1].lower()} file)", 0, sub))
+    else:
+        _one_log(spec, log, sub, year)
+    out.rows.extend(sub.rows)
+    out.bytes += sub.bytes
+    out.lines += sub.lines
+    for entry in sub.inputs:
+        listed.add(entry)
 
 
 def _acct(source, member, status, reason, attempts, out: TaskResult, nbytes=0, lines=0) -> dict:
@@ -84,26 +164,28 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
         head = log.stream.read(65536)
     except Exception as exc:  # noqa: BLE001 - corrupt compressed data surfaces on read
         out.inputs.append(_acct(spec.path, log.member, "unreadable", _bad_data(log, exc), 0, out))
-        _drain_safely(log)
         return
     if not head.strip():
-        out.inputs.append(_acct(spec.path, log.member, "empty", "no log lines", 0, out, len(head)))
+        stopped = log.opened.stopped if log.opened else None
+        out.inputs.append(_acct(spec.path, log.member, "unreadable" if stopped else "empty",
+                                f"nothing could be read: {stopped}" if stopped else "no log lines", 0, out,
+                                len(head)))
         return
     from logdoctor.formats.journal_export import looks_like_export
     if looks_like_export(head):
         _export(spec, log, head, out, meta)
         return
-    why = _binary(head)
-    if why:
+    why = _binary(head, more=len(head) == 65536)
+    if why:   # the policy explain applies (intake.sniff): only binary junk is refused; the member's rest is skipped
         out.inputs.append(_acct(spec.path, log.member, "unreadable", why, 0, out, len(head)))
-        _drain_safely(log)
         return
+    stream, head, policy = repaired_stream(log.stream, head)
     reason = None
     # the reduced lines of the last few attempts: rules that compare attempts (a retry after a pool fix, a failure
     # across configs) see them when a failing attempt is diagnosed
     context: deque = deque(maxlen=CONTEXT_ATTEMPTS)
     try:
-        for seg in scan(log.stream, _prefilter(), first=head, stats=stats):
+        for seg in scan(stream, _prefilter(), first=head, stats=stats):
             reduced = _text(seg.lines(full=False))
             # a failure word is only a cue (an NCCL INFO "Failed to open libibverbs" is in every healthy IB-less
             # start): the reduced lines hold every line the prefilter hit, so an attempt they show healthy is
@@ -120,20 +202,48 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
             context.append(reduced)
     except Exception as exc:  # noqa: BLE001 - a stream that breaks mid-way: keep what was read, say why
         reason = _bad_data(log, exc) + (f"; {len(rows)} attempts read before it" if rows else "")
+    stopped = log.opened.stopped if log.opened else None
+    if stopped and reason is None:
+        reason = stopped + (f"; {len(rows)} attempts read before it" if rows else "")
     for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
         r["attempt"] = i
         r.pop("_start", None)
+    notes = (log.opened.notes if log.opened else []) + policy.notes
     out.bytes += stats.bytes
     out.lines += stats.lines
-    out.rows.extend(rows)
     if reason:
+        out.rows.extend(rows)
         out.inputs.append(_acct(spec.path, log.member, "unreadable", reason, len(rows), out, stats.bytes, stats.lines))
     elif not rows:
         out.inputs.append(_acct(spec.path, log.member, "empty", NO_SERVICE,
                                 0, out, stats.bytes, stats.lines))
+    elif not any(r["outcome"] == "failed" for r in rows) and not looks_like_log(head):
+        # a manifest or a notes file that names the engine is not a healthy run
+        out.inputs.append(_acct(spec.path, log.member, "skipped", NOT_A_LOG, 0, out, stats.bytes, stats.lines))
     else:
+        out.rows.extend(rows)
         status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy"
-        out.inputs.append(_acct(spec.path, log.member, status, None, len(rows), out, stats.bytes, stats.lines))
+        out.inputs.append(_acct(spec.path, log.member, status, "; ".join(notes) or None, len(rows), out,
+                                stats.bytes, stats.lines))
+
+
+NOT_A_LOG = "not a log (no timestamped or levelled line in its first 64 KiB)"
+# a log line carries a clock time (every journal, engine and container prefix), a level word at its start, or is a
+# structured entry (journalctl -o json, docker's json-file, JSON loggers)
+_LOG_LINE = re.compile(
+    rb"(?m)^(?:[^\n]{0,400}?(?<!\d)\d\d:\d\d:\d\d(?!\d)|\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|\[\s*\d+\.\d{6}\]"
+    rb"|\x1e?\{[^\n]*\"(?:MESSAGE|__REALTIME_TIMESTAMP|log|msg|message|time|timestamp|ts|level)\"\s*:)"
+)
+
+
+def looks_like_log(head: bytes) -> bool:
+    """At least two lines of log shape (or the only line, in a one-line input)."""
+    n = 0
+    for _ in _LOG_LINE.finditer(head):
+        n += 1
+        if n >= 2:
+            return True
+    return n >= 1 and head.count(b"\n", 0, len(head) - 1) == 0
 
 
 def _clean(rows: list[dict]) -> list[dict]:
@@ -143,7 +253,8 @@ def _clean(rows: list[dict]) -> list[dict]:
 
 
 def _text(lines: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
-    return [(n, b.decode("utf-8", "replace").rstrip("\r")) for n, b in lines]
+    # a NUL after the head (the head's are repaired with the stream) is replaced as explain's reader does
+    return [(n, b.decode("utf-8", "replace").rstrip("\r").replace("\x00", "\ufffd")) for n, b in lines]
 
 
 def _bad_data(log: LogStream, exc: BaseException) -> str:
@@ -152,25 +263,14 @@ def _bad_data(log: LogStream, exc: BaseException) -> str:
     return f"corrupt or truncated {kind} ({text})"
 
 
-def _drain_safely(log: LogStream) -> None:
-    """A tar member must be read to its end before the next one; junk need not be decoded, only skipped."""
-    if log.member is None:
-        return
+def _binary(head: bytes, more: bool) -> str | None:
+    """explain's refusal (intake.sniff) on the same sample: binary junk only; NUL bytes and UTF-16 are repaired."""
+    from logdoctor.errors import InputError
+    from logdoctor.intake import sniff
     try:
-        while log.stream.read(1 << 20):
-            pass
-    except Exception:  # noqa: BLE001, S110 - skipping a damaged member's rest: the report already names it
-        pass
-
-
-def _binary(head: bytes) -> str | None:
-    nul = head.find(b"\x00")
-    if nul >= 0:
-        line = head.count(b"\n", 0, nul) + 1
-        return f"binary data (NUL byte at line {line}), not a text log"
-    ctrl = sum(head.count(bytes([b])) for b in range(32) if b not in (9, 10, 13, 27))
-    if ctrl * 20 > len(head):
-        return f"binary data ({ctrl} control bytes in the first {len(head)}), not a text log"
+        sniff(head, "", partial=more)
+    except InputError as exc:
+        return str(exc).removeprefix(": ").split(" — ", 1)[0]
     return None
 
 
@@ -204,20 +304,29 @@ def _journal(spec: InputSpec, out: TaskResult, year) -> None:
 
 def _journal_stream(spec, log: LogStream, out: TaskResult, meta) -> None:
     """A .journal inside a tar (or compressed): the journal reader needs a file, so it goes to a temporary one."""
-    import shutil
     import tempfile
 
     from logdoctor.errors import LogdoctorError
     from logdoctor.sources.journal import iter_journal_entries
     with tempfile.TemporaryDirectory(prefix="logdoctor-triage-") as tmp:
         path = os.path.join(tmp, "member.journal")
+        size = 0
         with open(path, "wb") as fh:
-            shutil.copyfileobj(log.stream, fh, 1 << 20)
-        size = os.path.getsize(path)
+            while chunk := log.stream.read(1 << 20):
+                size += len(chunk)
+                if size > limits.JOURNAL_MEMBER_CAP:
+                    break
+                fh.write(chunk)
+        if size > limits.JOURNAL_MEMBER_CAP:
+            out.inputs.append(_acct(spec.path, log.member, "unreadable", f"a journal file over the"
+                                    f" {limits.human(limits.JOURNAL_MEMBER_CAP)} cap for journal members; extract it"
+                                    " and triage the folder", 0, out, size))
+            return
         try:
             entries = list(iter_journal_entries(files=[path]))
         except LogdoctorError as exc:
-            out.inputs.append(_acct(spec.path, log.member, "unreadable", str(exc).replace(path, "journal file"), 0,
+            out.inputs.append(_acct(spec.path, log.member, "unreadable",
+                                    str(exc).replace(f"journal file {path}", "journal file").replace(path, ""), 0,
                                     out, size))
             return
     _journal_entries(spec.path, log.member, entries, out, dict(meta, year_source="log"), size)
@@ -243,9 +352,11 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
     """Process the inputs here (jobs 1) or in a pool of forked workers; `while_waiting` runs in the parent once
     every worker has been started (work the parent would otherwise do after them, not before a fork)."""
     results: list[TaskResult] = []
+    cap = _RunCap()
     if jobs <= 1 or len(specs) <= 1:
         for i, s in enumerate(specs):
-            r = process_spec(s, i, year)
+            r = cap.skipped(s, i) if cap.reached else process_spec(s, i, year)
+            cap.add(r)
             results.append(r)
             if progress:
                 progress(s, r)
@@ -266,7 +377,11 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
             if while_waiting is not None:
                 while_waiting()
             for f in as_completed(futs):
-                r = f.result()
+                r = cap.skipped(specs[futs[f]], futs[f]) if f.cancelled() else f.result()
+                cap.add(r)
+                if cap.reached:     # inputs not started yet are listed, not read
+                    for other in futs:
+                        other.cancel()
                 results.append(r)
                 if progress:
                     progress(specs[futs[f]], r)

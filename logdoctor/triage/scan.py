@@ -339,3 +339,94 @@ def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None =
     seg.nlines = lineno - seg.first_line
     if seg.nbytes or seg.first_line == 1:
         yield seg
+
+
+@dataclass
+class Policy:
+    """What the input policy repaired in a streamed log (the counts explain reports in window.damage)."""
+
+    encoding: str = "utf-8"
+    nul_bytes: int = 0
+    cr_lines: int = 0
+
+    @property
+    def notes(self) -> list[str]:
+        out = []
+        if self.encoding != "utf-8":
+            out.append(f"decoded as {self.encoding.upper()} text")
+        if self.nul_bytes:
+            out.append(f"{self.nul_bytes} NUL byte{'s' if self.nul_bytes > 1 else ''} replaced")
+        if self.cr_lines:
+            out.append(f"{self.cr_lines} lone carriage return{'s' if self.cr_lines > 1 else ''} read as line ends")
+        return out
+
+
+class _Repaired:
+    """A stream under explain's input policy (intake.py), piece by piece: UTF-16/32 decoded to UTF-8, NUL runs
+    replaced by U+FFFD, lone CRs that end lines made newlines. `read` and `readline`, as scan() uses them."""
+
+    def __init__(self, stream, policy: Policy, cr_all: bool):
+        import codecs
+
+        self.stream, self.policy, self.cr_all = stream, policy, cr_all
+        self._dec = codecs.getincrementaldecoder(policy.encoding)("replace") if policy.encoding != "utf-8" else None
+        self._buf = b""
+
+    def _fix(self, data: bytes, final: bool = False) -> bytes:
+        from logdoctor.intake import _CR_BEFORE_LOG, _LONE_CR, _NUL_RUN, _REPLACEMENT
+
+        if self._dec is not None:
+            data = self._dec.decode(data, final).lstrip("\ufeff").encode("utf-8", "replace")
+        if b"\x00" in data:
+            self.policy.nul_bytes += data.count(b"\x00")
+            data = _NUL_RUN.sub(_REPLACEMENT, data)
+        if b"\r" in data:
+            data, n = (_LONE_CR if self.cr_all else _CR_BEFORE_LOG).subn(b"\n", data)
+            self.policy.cr_lines += n
+        return data
+
+    def _fill(self, n: int) -> None:
+        while len(self._buf) < n:
+            raw = self.stream.read(max(n - len(self._buf), 1 << 16))
+            if not raw:
+                if self._dec is not None:
+                    self._buf += self._fix(b"", final=True)
+                    self._dec = None
+                return
+            self._buf += self._fix(raw)
+
+    def read(self, n: int = -1) -> bytes:
+        self._fill(n if n >= 0 else 1 << 62)
+        out, self._buf = (self._buf, b"") if n < 0 else (self._buf[:n], self._buf[n:])
+        return out
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0 and (limit < 0 or nl < limit):
+                out, self._buf = self._buf[: nl + 1], self._buf[nl + 1 :]
+                return out
+            if 0 <= limit <= len(self._buf):
+                out, self._buf = self._buf[:limit], self._buf[limit:]
+                return out
+            size = len(self._buf)
+            self._fill(size + (1 << 16))
+            if len(self._buf) == size:
+                out, self._buf = self._buf, b""
+                return out
+
+
+def repaired_stream(stream, head: bytes) -> tuple[Any, bytes, Policy]:
+    """(stream, head, policy): the log as scan() should read it. A clean UTF-8 log without NUL bytes or lone CRs in
+    its head is passed through untouched (the fast path); otherwise every later read is repaired too."""
+    from logdoctor.intake import detect_encoding
+
+    policy = Policy(encoding=detect_encoding(head))
+    if policy.encoding == "utf-8-sig":
+        policy.encoding, head = "utf-8", head[3:]
+    lone = head.count(b"\r") - head.count(b"\r\n")
+    if policy.encoding == "utf-8" and b"\x00" not in head and lone <= 0:
+        return stream, head, policy
+    cr_all = lone > 0 and lone >= 4 * head.count(b"\n")
+    rep = _Repaired(stream, policy, cr_all)
+    return rep, rep._fix(head), policy
