@@ -31,7 +31,7 @@ FORMATTED=(
   tests/test_docs_cmd.py tests/test_install_doc.py tests/test_calibration_bins.py tests/test_text_fit.py
   tests/test_triage_polish.py
   logdoctor/matching/yamlsafe.py logdoctor/matching/regexsafe.py logdoctor/matching/template.py
-  logdoctor/render/safe_text.py tests/test_trust_rules.py
+  tests/test_trust_rules.py
   logdoctor/sources/archive.py logdoctor/sources/tarstream.py logdoctor/sources/guard.py logdoctor/formats/visible.py
   tests/test_trust_inputs.py tests/test_fuzz_archives.py
 )

@@ -20,7 +20,7 @@ from logdoctor import read, stream
 from logdoctor.matching import template
 from logdoctor.matching.regexsafe import nesting, problem
 from logdoctor.records import Record, kernel_sourced
-from logdoctor.render.safe_text import visible
+from logdoctor.formats.visible import visible_lines as visible
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"

@@ -1,37 +1,41 @@
-"""Make control characters visible before text from a log or a file name reaches a terminal.
+"""Make control characters visible before text from a log or a file name reaches a terminal (issue 18, F21).
 
-A file name or a log line is attacker-controlled text: ESC sequences (CSI, OSC titles and clipboard writes), the
-8-bit CSI U+009B that some terminals honour in UTF-8 mode, backspaces and carriage returns that overwrite what was
-printed, and bidi overrides (U+202E) that reorder it can all fake what the user reads. `visible` turns each such
-character into a printable escape (`\\x1b`, `\\u202e`), so a one-line message stays one line and reads as it is.
+A file name or a log line is attacker-controlled text: a prompt the engine echoes, a file name in an exception, the
+name of a file in a triaged folder. Printed raw, its control characters act on the reader's terminal: ESC and the
+8-bit CSI U+009B start escape sequences (clear the screen, set the title, write the clipboard), a backspace or CR
+overwrites what was shown, a newline fakes a second message line, and a bidi override (U+202E) reorders the text so
+it reads as something else. `visible` writes each such character as a printable token, in `cat -v`'s caret notation
+for C0 (`^[` for ESC, `^H` for a backspace, `^M` for CR, `^J` for LF) and `<U+XXXX>` for C1 and the bidi
+controls, so one line in is one line out and reads as it is. The one place this is done: explain's and triage's
+messages, the text/markdown/timeline renderers (`render/`), and file names in triage's output.
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 (tab kept when asked), DEL, C1, the bidi embeddings/overrides/isolates/marks, line and paragraph separators
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_CONTROL_NO_TAB = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 except tab (and newline, where the caller keeps it), DEL, C1, the bidi embeddings/overrides/isolates and
+# marks, the line and paragraph separators
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 _OWN_SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colours logdoctor itself adds (logs' escapes are stripped on read)
 
 
-def _escape(m: re.Match) -> str:
-    ch = m.group()
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def _token(m: re.Match) -> str:
+    c = ord(m.group())
+    if c < 0x20:
+        return "^" + chr(c + 0x40)
+    if c == 0x7F:
+        return "^?"
+    return f"<U+{c:04X}>"
 
 
-def visible(text: str, *, keep_tab: bool = True) -> str:
-    """`text` with every control or bidi-formatting character written as an escape; one line in, one line out."""
-    rx = _CONTROL if keep_tab else _CONTROL_NO_TAB
-    return rx.sub(_escape, text) if rx.search(text) else text
+def visible(text: str) -> str:
+    """`text` with every control or bidi-formatting character (newline included) written as a visible token."""
+    return _UNSAFE.sub(_token, text) if _UNSAFE.search(text) else text
 
 
 def visible_lines(text: str) -> str:
-    """Rendered multi-line output: each line made visible, newlines and logdoctor's own colour codes kept."""
-    if not _CONTROL.search(text.replace("\n", "")):
-        return text
+    """Multi-line output: each line made visible, the newlines and logdoctor's own colour codes kept."""
     out = []
     for line in text.split("\n"):
         pos, parts = 0, []

@@ -5,7 +5,7 @@ import re
 
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.remedy import render_fix
-from logdoctor.render.safe_text import visible
+from logdoctor.formats.visible import visible_lines as visible
 from logdoctor.vocab import PHASE_WORDS
 
 _COMMAND = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] ")

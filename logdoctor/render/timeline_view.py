@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from logdoctor.diagnosis import version_fields
 from logdoctor.evidence import cut
-from logdoctor.render.safe_text import visible
+from logdoctor.formats.visible import visible_lines as visible
 from logdoctor.timeline import PHASES, PhaseSpan, Timeline
 
 GAP_MIN_S = 1.0          # a pause shorter than this between two phases is the log's own granularity, not a gap
@@ -127,4 +127,4 @@ def render_text(tl: Timeline, width: int | None = None) -> str:
             lines.append(cut(f"  kernel line {e.line}: {e.text}", w))
         if a.systemd:
             lines += wrap("systemd: " + ", ".join(f"{k}={v}" for k, v in a.systemd.items()), w, "  ", "    ")
-    return visible("\n".join(lines) + "\n")   # log text made visible (safe_text.py)
+    return visible("\n".join(lines) + "\n")   # log text made visible (formats/visible.py)
