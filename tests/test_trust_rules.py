@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from logdoctor import read, stream
+from logdoctor.formats.visible import visible_lines as visible
 from logdoctor.matching import template
 from logdoctor.matching.regexsafe import nesting, problem
 from logdoctor.records import Record, kernel_sourced
-from logdoctor.formats.visible import visible_lines as visible
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"

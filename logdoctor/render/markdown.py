@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 
 from logdoctor.diagnosis import Diagnosis
-from logdoctor.remedy import render_fix
 from logdoctor.formats.visible import visible_lines as visible
+from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
 _COMMAND = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] ")

@@ -11,8 +11,8 @@ import textwrap
 
 from logdoctor.diagnosis import Diagnosis
 from logdoctor.evidence import cut
-from logdoctor.remedy import render_fix
 from logdoctor.formats.visible import visible_lines as visible
+from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
 MIN_WIDTH, MAX_WIDTH, PIPE_WIDTH = 40, 200, 100
