@@ -8,7 +8,7 @@ logger = logging.getLogger(__name__)
 class ServerArgs:
     def check(self):
         if self.tp_size % self.ep_size:
-            raise ValueError(f"tp_size {self.tp_size} must be divisible by ep_size {self.ep_size}.")
+            raise ValueError("tp_size {} must be divisible by ep_size {}.".format(self.tp_size, self.ep_size))
         assert not (self.spec and self.pp), "Pipeline parallelism does not support speculative decoding"
         if self.bad:
             sys.exit("The server cannot start with --load-format %s" % self.fmt)
