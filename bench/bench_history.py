@@ -79,14 +79,16 @@ def big_history(log: str, n_rows: int, runs: int) -> None:
         for stmt in step:
             con.execute(stmt)
     con.execute(f"PRAGMA user_version = {len(hmod.MIGRATIONS)}")
-    cols = ("key", "host", "unit", "started", "config", "phase", "outcome", "cause", "recorded")
     t0 = time.time() - n_rows
     rows = ((f"{i:032x}", "h200-qwen-03" if i % 2 else f"host-{i % 200}", "sglang-qwen.service",
              f"2026-01-01T00:00:{i % 60:02d}.{i:06d}", json.dumps({"mem_fraction": 0.8, "i": i}), "memory_pool",
              "ready" if i % 20 == 0 else "failed", None if i % 20 == 0 else "kv_cache_oom", t0 + i)
             for i in range(n_rows))
-    marks = ", ".join("?" * len(cols))
-    con.executemany(f"INSERT INTO attempts ({', '.join(cols)}) VALUES ({marks})", rows)  # noqa: S608
+    con.executemany(
+        "INSERT INTO attempts (key, host, unit, started, config, phase, outcome, cause, recorded)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
     con.commit()
     con.close()
     print(f"{n_rows} rows, schema {len(hmod.MIGRATIONS)}, {os.path.getsize(db) / 1e6:.0f} MB")

@@ -102,8 +102,11 @@ class PgCluster:
         import psycopg
 
         name = "t_" + uuid.uuid4().hex[:12]
+        from psycopg import sql
+
+        create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))  # an identifier, quoted by psycopg
         with psycopg.connect(self.url(), autocommit=True) as con:
-            con.execute(f'CREATE DATABASE "{name}"')
+            con.execute(create)
         return self.url(name)
 
     def rows(self, url: str, sql: str) -> list[tuple]:

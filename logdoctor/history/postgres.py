@@ -58,7 +58,8 @@ class PostgresStore(History):
         self._pgmod = psycopg
         try:
             self.conn = psycopg.connect(self.url, connect_timeout=_connect_timeout(), autocommit=True)
-            self.conn.execute(f"SET statement_timeout = {busy_ms()}")
+            # SET takes no bound parameter; set_config() does, with the same effect for this session
+            self.conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(busy_ms()),))
             self._migrate()
         except psycopg.OperationalError as e:
             self._go_offline(e)

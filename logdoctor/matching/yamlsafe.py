@@ -55,7 +55,8 @@ def load(text: str, path: Path | str) -> object:
 
     try:
         check_events(text, path)
-        return yaml.load(text, Loader=_loader())  # noqa: S506 - the (C)SafeLoader: rule files are data only
+        # the (C)SafeLoader: rule files are data only
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

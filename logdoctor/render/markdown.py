@@ -8,7 +8,7 @@ from logdoctor.formats.visible import visible_lines as visible
 from logdoctor.remedy import render_fix
 from logdoctor.vocab import PHASE_WORDS
 
-_COMMAND = re.compile(r"^[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] ")
+_COMMAND = re.compile(r"^(?:[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] )")  # anchored: linear under search too
 
 
 def _action(a: str) -> str:

@@ -9,7 +9,8 @@ from typing import Any
 
 CONNECT_TIMEOUT_S = 10
 _LOCAL = re.compile(r"local(?::(\d+))?")
-_ADDRESS = re.compile(r"(?:(?:tcp|tls|ucx|inproc|ws|wss)://)?[\w.\-\[\]:]+:\d+")
+# anchored at both ends (it is used with fullmatch): a search over a long near-miss stays linear
+_ADDRESS = re.compile(r"\A(?:(?:tcp|tls|ucx|inproc|ws|wss)://)?[\w.\-\[\]:]+:\d+\Z")
 
 
 @dataclass
