@@ -148,7 +148,7 @@ def test_two_hosts_diagnose_history_fix(history_db, tmp_path):
     assert doc["fixes"] == [] and not any(a.startswith(FLAG_CHANGES) for a in doc["actions"])
     assert doc["history"]["healthy_elsewhere"][0]["host"] == "ct200"
     assert any("came up on ct200" in a for a in doc["actions"])
-    text = cli("explain", "--unit", "sglang-qwen", "--journal-file", a3).stdout
+    text = " ".join(cli("explain", "--unit", "sglang-qwen", "--journal-file", a3).stdout.split())  # text is wrapped
     assert "history: sglang-qwen.service came up on ct200 with the same flags at 09:14" in text
     p = cli("fix", nograph, "--log", a3, "--write", "--new-unit")
     assert p.returncode == 2 and "hardware_fault" in p.stderr and len(p.stderr.strip().splitlines()) == 1
