@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from logdoctor import attempts as att
 from logdoctor import decisive as dcs
-from logdoctor import rxcache, serving
+from logdoctor import phases, rxcache, serving
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import ENGINES
@@ -59,9 +59,6 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
 _COMPILE_FILES = rxcache.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
-# markers printed from inside another step's forward pass (vLLM compiles during the profile run): they say the
-# engine got there, not which step the forward belonged to, so a traceback's frames may place the failure
-_NESTED_MARKERS = {"dynamo", "compile_range", "compile_cache"}
 _ERROR_RX: tuple = ()    # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
 _NAMES = rxcache.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
 
@@ -255,7 +252,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     blocks = assemble([r for r in recs if not r.extra.get(att.FOREIGN)])
     events: list[Event] = []
     ranks: dict[str, RankView] = {}
-    phase = None                  # attempt-level current phase
+    tracker = phases.Tracker()    # the attempt-level phase (phases.py)
     ready_line = 0
     death_lines: list[Event] = []
     sd: SystemdVerdict = {}
@@ -294,13 +291,9 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
                 start_seen = True
             view = ranks.setdefault(rk, RankView(rk))
             _advance(view, m, r)
-            if m.edge == "end" and m.then:
-                phase = m.then
-            elif m.edge == "ready":
-                phase = "serving"
+            tracker.feed(m)
+            if m.edge == "ready":
                 ready_line = ready_line or r.line
-            elif m.phase != "launch" or phase is None:
-                phase = m.phase if phase is None or m.edge in ("begin", "point") else phase
             for k, v in vals.items():
                 if k in m.sums and isinstance(v, float) and isinstance(view.readings.get(k), float):
                     v = view.readings[k] + v
@@ -313,7 +306,7 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
         dh = mk.match(death_tab, body) if death_tab else None
         if dh:
             m, vals = dh
-            ev = Event(r.line, "death", m.name, phase, rk, body, vals, r.ts)
+            ev = Event(r.line, "death", m.name, tracker.phase, rk, body, vals, r.ts)
             events.append(ev)
             death_lines.append(ev)
         if r.rank or r.proc:
@@ -321,14 +314,14 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
             v.lines += 1
     for v in ranks.values():
         if v.phases:
-            v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
+            v.phase = v.phases[-1].phase if not v.phases[-1].completed else phases.phase_after(v.phases[-1].phase, marker_tab)
     att.attribute_kill_reports(kernel)
     config = extract_config(recs, engine, version)
     _derive(readings, config.levers)
     a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,
                 records=recs, blocks=blocks, events=events, ranks=ranks, config=config, systemd=sd, kernel=kernel,
                 readings=readings, start_seen=start_seen)
-    _decide(a, phase, ready_line, death_lines, marker_tab, engine)
+    _decide(a, tracker.phase, ready_line, death_lines, marker_tab, engine)
     return a
 
 
@@ -341,13 +334,6 @@ def _derive(readings: dict, levers: dict) -> None:
         if isinstance(frac, (int, float)):
             readings["static_left"] = round(float(frac) - w / total, 3)
             readings["static_left_gb"] = round(float(frac) * total - w, 2)
-
-
-def _after(phase: str, marker_tab) -> str:
-    for m in marker_tab:
-        if m.edge == "end" and m.phase == phase and m.then:
-            return m.then
-    return phase
 
 
 def _proc_is_rank(engine: str) -> bool:
@@ -505,21 +491,12 @@ def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str 
         own = [e for e in evs if e.rank == rank]
         # rank-0-only lines (no rank tag) still move everyone along
         evs = sorted(own + [e for e in evs if e.rank == "main"], key=lambda e: e.line)
-    phase, implied = None, False
+    machine = phases.Tracker()
     for e in evs:
         m = next((m for m in marker_tab if m.name == e.name), None)
-        if m is None:
-            continue
-        if m.edge == "end" and m.then:
-            nxt = m.then
-        elif m.edge == "ready":
-            nxt = "serving"
-        else:
-            nxt = m.phase
-        if phase is None or m.edge in ("end", "ready") or PHASE_INDEX[nxt] >= PHASE_INDEX.get(phase, 0) or m.edge == "begin":
-            if not (m.phase == "launch" and phase is not None):
-                phase, implied = nxt, (m.edge == "end" and bool(m.then)) or m.name in _NESTED_MARKERS
-    return phase, implied
+        if m is not None:
+            machine.feed(m)
+    return machine.phase, machine.implied
 
 
 def _systemd_event(r: Record) -> Event | None:
