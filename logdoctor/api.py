@@ -10,11 +10,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from logdoctor import calibration, remedy
+from logdoctor import confidence as cf
 from logdoctor.attempts import outcome, verdict_attempt
 from logdoctor.defects import engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence
 from logdoctor.matching.conditions import Context
-from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
+from logdoctor.matching.decide import DECISIVE_CONFIDENCE, MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401
 from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.rank import Candidate, candidates
 from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
@@ -87,7 +88,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                          notes=tail + _hardware_warnings(a), **common)
     named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
                  attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
-    strong = [c for c in cands if c.rule.confidence >= 0.7]
+    strong = [c for c in cands if c.rule.confidence >= DECISIVE_CONFIDENCE]
     if a.hang is not None and not (a.decisive is not None and a.decisive.fatal) and not any(c.cause != "startup_timeout" for c in strong):
         h = a.hang
         return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
@@ -132,7 +133,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
     conf, why_low = calibration.adjust(base_conf, rule_candidates=cands, winner=win, evidence=evidence)
     if window["cut"]:
-        conf = round(min(conf * 0.85, 0.7), 2)
+        conf = cf.cut_window(conf)
     low = [f"confidence lowered: {why_low}"] if why_low else []
     return Diagnosis(
         phase=phase, cause=win.cause, confidence=conf, rule=win.rule.id, title=win.rule.title,

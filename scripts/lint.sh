@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 FORMATTED=(
-  logdoctor/vocab.py logdoctor/corpus.py logdoctor/phases.py
+  logdoctor/vocab.py logdoctor/corpus.py logdoctor/phases.py logdoctor/confidence.py
   logdoctor/engines/__init__.py logdoctor/engines/engine.py logdoctor/engines/spelling.py
   logdoctor/engines/tgi.py logdoctor/engines/trtllm.py logdoctor/engines/lmdeploy.py
   logdoctor/matching/decide.py logdoctor/matching/docgen.py
