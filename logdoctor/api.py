@@ -6,7 +6,9 @@ raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from logdoctor import calibration, remedy
@@ -15,9 +17,10 @@ from logdoctor.attempts import outcome, verdict_attempt
 from logdoctor.defects import engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence
 from logdoctor.matching.conditions import Context
-from logdoctor.matching.decide import DECISIVE_CONFIDENCE, MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401
+from logdoctor.matching.decide import DECISIVE_CONFIDENCE, MIN_CONFIDENCE, healthy_confidence  # noqa: F401
 from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.rank import Candidate, candidates
+from logdoctor.matching.verdict import atlas_verdict, decide
 from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
 from logdoctor.timeline import Attempt, Timeline, build
@@ -40,7 +43,6 @@ def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = 
     tl = build(res.records, engine)
     if history is None or history is False:
         return diagnose_timeline(tl, res, rule_set, classifier=classifier)
-    from logdoctor.crossattempt import diagnose_with_history
     from logdoctor.history import History, open_history
     store = open_history(history)
     try:
@@ -144,10 +146,77 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
 
 
+def diagnose_with_history(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None, history=None,
+                          unit: str | None = None, host: str | None = None) -> Diagnosis:
+    """diagnose_timeline with the history (crossattempt.py): tried values go to the planner, the sequence may amend
+    the verdict (`Review.amendments`), and every attempt of the window is recorded (idempotently). Here, not in
+    crossattempt, so that the reasoning across attempts never calls back into the pipeline (no import cycle)."""
+    if history is None:
+        return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+    from logdoctor import crossattempt as xa
+    from logdoctor.history import AttemptRow
+
+    u = xa.unit_of(tl, unit)
+    # the attempt the verdict is about: the last, or the most recent failed one while a restart is still starting
+    vi, _ = verdict_attempt(tl.attempts)
+    last = tl.attempts[vi]
+    h = xa.host_of(last, host)
+    cur_key = xa.attempt_key(h, u, last)
+    cur_started = next((r.ts.isoformat() for r in last.records if r.ts), None)
+    # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules;
+    # the store is asked only about these keys and the latest attempts here (bounded: never the whole history)
+    window = [(a, xa.attempt_key(xa.host_of(a, host), u, a)) for a in tl.attempts[:vi] if a.records]
+    known = history.get([k for _, k in window] + [cur_key]) if h else {}
+    window_rows: list = []
+    for a, key in window:
+        if key in known:
+            window_rows.append(known[key])
+            continue
+        sub = xa.only(tl, a)
+        window_rows += xa.rows_for(sub, diagnose_timeline(sub, res, rule_set, classifier=classifier), unit=u, host=host)
+    hist_rows = history.recent_here(h, u, started_before=cur_started) if h else []
+    cur_stub = AttemptRow(key=cur_key, host=h, unit=u, started=cur_started)
+    earlier = xa.earlier_here(hist_rows, window_rows, cur_stub) if h else window_rows
+    tried = xa.tried_values(earlier)
+    tried_store: dict[str, set] = {}
+    attempts_here = None
+    if h:
+        tried_store = _tried_in_store(history, h, u, cur_started)
+        for k, vs in tried_store.items():
+            tried.setdefault(k, set()).update(vs)
+        in_store = history.count_here(h, u, started_before=cur_started) - (
+            1 if cur_key in known and not cur_started else 0)
+        attempts_here = max(in_store, 0) + sum(1 for r in window_rows if r.key not in known)
+    d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
+    rows = xa.rows_for(tl, d, unit=u, host=host)
+    ci = next((i for i, r in enumerate(rows) if r.key == cur_stub.key), None)
+    if ci is not None:
+        since = time.time() - xa.BREAKER_WINDOW_S
+
+        def fleet(cause: str, rule: str | None) -> list[str]:
+            return history.verdict_hosts(cause, rule, since)
+
+        rv = xa.review(d, replace(rows[ci]), earlier, history.ready_elsewhere(u, h) if u else [],
+                       tried_extra=tried_store, attempts_here=attempts_here, fleet=fleet if h else None)
+        d = d.amended(*rv.amendments, history=rv.to_dict())
+        rows[ci] = xa.rows_for(tl, d, unit=u, host=host)[ci]
+    history.record(window_rows + rows)
+    return d
+
+
+def _tried_in_store(history, host: str, unit: str, started_before: str | None) -> dict[str, set]:
+    """lever -> values the store says were tried for this unit on this host (beyond the latest attempts)."""
+    out: dict[str, set] = {}
+    for cfg in history.tried_here(host, unit, started_before=started_before):
+        for k, v in cfg.items():
+            if v is not None:
+                out.setdefault(k, set()).add(v)
+    return out
+
+
 def _atlas_places(tl: Timeline, a: Attempt) -> bool:
     """The engine's own message names a cause (the atlas tier): an assert that two features cannot be combined is a
     rejected configuration, not a defect in the engine's code."""
-    from logdoctor.matching.decide import atlas_verdict
     placed = atlas_verdict(tl, a)
     return placed is not None and placed[2].cause != UNKNOWN
 

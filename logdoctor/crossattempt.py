@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from logdoctor import confidence as cf
-from logdoctor.attempts import verdict_attempt
 from logdoctor.diagnosis import Amendment, Diagnosis
-from logdoctor.history import AttemptRow, History
+from logdoctor.history import AttemptRow
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
 
@@ -438,71 +436,7 @@ def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Revi
                      actions=tuple(actions), clear_fixes=True, attempt_cause="hardware_fault")
 
 
-# --------------------------------------------------------------------------------------------------------------
-# the whole step: history in, verdict, history out
-
-
-def diagnose_with_history(tl: Timeline, res, rule_set, *, classifier=None, history: History | None,
-                          unit: str | None = None, host: str | None = None) -> Diagnosis:
-    """diagnose_timeline with the history: tried values go to the planner, the sequence may escalate the verdict,
-    and every attempt of the window is recorded (idempotently)."""
-    from logdoctor.api import diagnose_timeline
-    if history is None:
-        return diagnose_timeline(tl, res, rule_set, classifier=classifier)
-    u = unit_of(tl, unit)
-    # the attempt the verdict is about: the last, or the most recent failed one while a restart is still starting
-    vi, _ = verdict_attempt(tl.attempts)
-    last = tl.attempts[vi]
-    h = host_of(last, host)
-    cur_key = attempt_key(h, u, last)
-    cur_started = next((r.ts.isoformat() for r in last.records if r.ts), None)
-    # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules;
-    # the store is asked only about these keys and the latest attempts here (bounded: never the whole history)
-    window = [(a, attempt_key(host_of(a, host), u, a)) for a in tl.attempts[:vi] if a.records]
-    known = history.get([k for _, k in window] + [cur_key]) if h else {}
-    window_rows: list[AttemptRow] = []
-    for a, key in window:
-        if key in known:
-            window_rows.append(known[key])
-            continue
-        sub = _only(tl, a)
-        sd = diagnose_timeline(sub, res, rule_set, classifier=classifier)
-        window_rows += rows_for(sub, sd, unit=u, host=host)
-    hist_rows = history.recent_here(h, u, started_before=cur_started) if h else []
-    cur_stub = AttemptRow(key=cur_key, host=h, unit=u, started=cur_started)
-    earlier = earlier_here(hist_rows, window_rows, cur_stub) if h else window_rows
-    tried = tried_values(earlier)
-    tried_store: dict[str, set] = {}
-    attempts_here = None
-    if h:
-        for cfg in history.tried_here(h, u, started_before=cur_started):
-            for k, v in cfg.items():
-                if v is not None:
-                    tried_store.setdefault(k, set()).add(v)
-        for k, vs in tried_store.items():
-            tried.setdefault(k, set()).update(vs)
-        in_store = history.count_here(h, u, started_before=cur_started) - (
-            1 if cur_key in known and not cur_started else 0)
-        attempts_here = max(in_store, 0) + sum(1 for r in window_rows if r.key not in known)
-    d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
-    rows = rows_for(tl, d, unit=u, host=host)
-    ci = next((i for i, r in enumerate(rows) if r.key == cur_stub.key), None)
-    if ci is not None:
-        cur = replace(rows[ci])
-        elsewhere = history.ready_elsewhere(u, h) if u else []
-        since = time.time() - BREAKER_WINDOW_S
-
-        def fleet(cause: str, rule: str | None) -> list[str]:
-            return history.verdict_hosts(cause, rule, since)
-
-        rv = review(d, cur, earlier, elsewhere, tried_extra=tried_store, attempts_here=attempts_here,
-                    fleet=fleet if h else None)
-        d = d.amended(*rv.amendments, history=rv.to_dict())
-        rows[ci] = rows_for(tl, d, unit=u, host=host)[ci]
-    history.record(window_rows + rows)
-    return d
-
-
-def _only(tl: Timeline, a: Attempt) -> Timeline:
+def only(tl: Timeline, a: Attempt) -> Timeline:
+    """A timeline of attempt `a` alone (its own verdict, for the sequence rules)."""
     return Timeline(engine=tl.engine, engine_version=tl.engine_version, attempts=[a], records=a.records,
                     start_seen=a.start_seen)
