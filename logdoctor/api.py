@@ -66,19 +66,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     vi, attempt_note = verdict_attempt(tl.attempts)
     a, cands = per_attempt[vi]
     listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
-    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
-                              "damage": res.stats.damage()}
-    prefix_note = None
-    if res.stats.unknown_prefix:
-        window["prefix"] = res.stats.unknown_prefix
-        prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
-                       "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
-    head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
-    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
-        window["cut"] = f"input ends early ({res.stats.stopped})"
-        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
-                            "lines read") if n]
-    tail = [prefix_note] if prefix_note else []
+    window, head, tail = _window(tl, res, a, attempt_note)
     common: dict[str, Any] = dict(engine=tl.engine, engine_version=tl.engine_version, failed=a.failed,
                                   rank=a.first_failing_rank, config=_config_view(a), window=window, origin=res.origin,
                                   attempt_index=vi)
@@ -90,17 +78,9 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                          notes=tail + _hardware_warnings(a), **common)
     named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
                  attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
-    strong = [c for c in cands if c.rule.confidence >= DECISIVE_CONFIDENCE]
-    if a.hang is not None and not (a.decisive is not None and a.decisive.fatal) and not any(c.cause != "startup_timeout" for c in strong):
-        h = a.hang
-        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
-                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
-                         actions=h.actions(), **named)
-    defect = engine_defect(a)
-    if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
-        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
-                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
-                         actions=defect.actions(tl.engine), **named)
+    mechanism = _mechanism(tl, a, cands, named)
+    if mechanism is not None:
+        return mechanism
     v = decide(tl, a, cands, rule_set, classifier)
     listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
     source, cited, atlas_phase = _atlas_source(v, a)
@@ -125,10 +105,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         phase = win.rule.phases[0]
     evidence, derived = _evidence(win, seen)
     vars_ = _vars(win, a, tl)
-    explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
-    if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
-        explanation = explanation.rstrip() + (" " if explanation.rstrip().endswith(".") else ". ") + \
-            "Read from the log: " + "; ".join(derived) + "."
+    explanation = _explanation(win, vars_, derived)
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
@@ -144,6 +121,51 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         actions=[_fill(x, vars_) for x in win.rule.actions],
         no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
         attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
+
+
+def _window(tl: Timeline, res: ReadResult, a: Attempt, attempt_note: str | None
+            ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The JSON `window` (lines, start seen, cut, damage, prefix), and the notes that go before and after the
+    verdict's own."""
+    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
+                              "damage": res.stats.damage()}
+    tail = []
+    if res.stats.unknown_prefix:
+        window["prefix"] = res.stats.unknown_prefix
+        tail.append(f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
+                    "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
+    head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
+    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
+        window["cut"] = f"input ends early ({res.stats.stopped})"
+        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
+                            "lines read") if n]
+    return window, head, tail
+
+
+def _mechanism(tl: Timeline, a: Attempt, cands: list[Candidate], named: dict[str, Any]) -> Diagnosis | None:
+    """Mechanisms that are not a cause of the taxonomy, named before any rule unless a strong rule says otherwise:
+    a hang while serving (serving.py), a defect in the engine's own code (defects.py)."""
+    strong = [c for c in cands if c.rule.confidence >= DECISIVE_CONFIDENCE]
+    fatal = a.decisive is not None and a.decisive.fatal
+    if a.hang is not None and not fatal and not any(c.cause != "startup_timeout" for c in strong):
+        h = a.hang
+        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
+                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
+                         actions=h.actions(), **named)
+    defect = engine_defect(a)
+    if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
+        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
+                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
+                         actions=defect.actions(tl.engine), **named)
+    return None
+
+
+def _explanation(win: Candidate, vars_: dict, derived: list[str]) -> str:
+    explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
+    if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
+        explanation = explanation.rstrip() + (" " if explanation.rstrip().endswith(".") else ". ") + \
+            "Read from the log: " + "; ".join(derived) + "."
+    return explanation
 
 
 def diagnose_with_history(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None, history=None,
