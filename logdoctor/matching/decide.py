@@ -139,9 +139,7 @@ def combine(
         if not confident:
             return []
         return [clf.synth(tl, attempt, top_cause, top_p, rules, 0.0)] + [
-            clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True)
-            for c, p in order[1:3]
-            if p >= FILL_IN_ALTERNATIVE_P
+            clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True) for c, p in _fill_in_alternatives(order)
         ]
 
     top = cands[0]
@@ -158,24 +156,34 @@ def combine(
         return list(cands)
 
     if gap < DECISIVE_MARGIN:  # close call
-        contenders: list[str] = []
-        for c in cands:
-            if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
-                contenders.append(c.cause)
-        best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
-        switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
-        win_cause = best if switch else top.cause
-        win = next(c for c in cands if c.cause == win_cause)
-        rest = [c for c in cands if c is not win]
-        reduced = confidence([win] + rest)
-        conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
-        return [replace(win, confidence=round(min(conf, MAX_CONFIDENCE), 2))] + rest
+        return _close_call(cands, probs, p_rule)
 
     # weak rules only
     if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
         syn = clf.synth(tl, attempt, top_cause, top_p, rules, top.score)
         return [syn] + list(cands)
     return list(cands)
+
+
+def _fill_in_alternatives(order: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    return [(c, p) for c, p in order[1:3] if p >= FILL_IN_ALTERNATIVE_P]
+
+
+def _close_call(cands: list[Candidate], probs: dict[str, float], p_rule: float) -> list[Candidate]:
+    """Rules of different causes within DECISIVE_MARGIN: the classifier picks among them (3., close call)."""
+    top = cands[0]
+    contenders: list[str] = []
+    for c in cands:
+        if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
+            contenders.append(c.cause)
+    best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
+    switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
+    win_cause = best if switch else top.cause
+    win = next(c for c in cands if c.cause == win_cause)
+    rest = [c for c in cands if c is not win]
+    reduced = confidence([win] + rest)
+    conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
+    return [replace(win, confidence=round(min(conf, MAX_CONFIDENCE), 2))] + rest
 
 
 @dataclass(frozen=True)
