@@ -130,6 +130,30 @@ def _unit_of(records: list[Record], idents: set[str]) -> tuple[str | None, str |
 def ownership(records: list[Record]) -> Ownership:
     """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
     o = Ownership()
+    o.idents = _engine_idents(records)
+    o.unit, o.desc = _unit_of(records, o.idents)
+    for r in records:
+        if r.transport == SERVICE and _mine(o, r, by_pid=False):
+            if r.pid is not None:
+                o.pids.add(r.pid)
+            tp = r.extra.get("tag_pid")
+            if tp and tp.isdigit():
+                o.pids.add(int(tp))
+    for r in records:
+        if r.transport != SERVICE:
+            continue
+        if not _mine(o, r, by_pid=True):
+            r.extra[FOREIGN] = "1"
+            if r.pid is not None:
+                o.foreign_pids.add(r.pid)
+        else:
+            r.extra.pop(FOREIGN, None)
+    return o
+
+
+def _engine_idents(records: list[Record]) -> set[str]:
+    """The syslog identifiers of the service: those with engine lines (prefixed, config dumps, tracebacks), else the
+    most frequent one."""
     idents: Counter = Counter()
     engine_lines: Counter = Counter()
     for r in records:
@@ -142,35 +166,17 @@ def ownership(records: list[Record]) -> Ownership:
     top = max(engine_lines.values(), default=0)
     engine_idents = {i for i, n in engine_lines.items() if n >= 3 or n * 2 >= top}
     if engine_idents:
-        o.idents = engine_idents
-    elif idents:
-        o.idents = {idents.most_common(1)[0][0]}
-    o.unit, o.desc = _unit_of(records, o.idents)
-    for r in records:
-        if r.transport != SERVICE:
-            continue
-        mine = not o.idents or r.ident is None or r.ident in o.idents
-        if r.unit and o.unit and r.unit != o.unit:
-            mine = False
-        if mine:
-            if r.pid is not None:
-                o.pids.add(r.pid)
-            tp = r.extra.get("tag_pid")
-            if tp and tp.isdigit():
-                o.pids.add(int(tp))
-    for r in records:
-        if r.transport != SERVICE:
-            continue
-        mine = not o.idents or r.ident is None or r.ident in o.idents or (r.pid is not None and r.pid in o.pids)
-        if r.unit and o.unit and r.unit != o.unit:
-            mine = False
-        if not mine:
-            r.extra[FOREIGN] = "1"
-            if r.pid is not None:
-                o.foreign_pids.add(r.pid)
-        else:
-            r.extra.pop(FOREIGN, None)
-    return o
+        return engine_idents
+    return {idents.most_common(1)[0][0]} if idents else set()
+
+
+def _mine(o: Ownership, r: Record, by_pid: bool) -> bool:
+    """A service line of the service's own program (by identifier, or by a pid it was seen with)."""
+    if r.unit and o.unit and r.unit != o.unit:
+        return False
+    if not o.idents or r.ident is None or r.ident in o.idents:
+        return True
+    return by_pid and r.pid is not None and r.pid in o.pids
 
 
 _SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
