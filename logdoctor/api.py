@@ -6,17 +6,21 @@ raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from logdoctor import calibration, remedy
+from logdoctor import confidence as cf
 from logdoctor.attempts import outcome, verdict_attempt
 from logdoctor.defects import engine_defect
 from logdoctor.diagnosis import Diagnosis, Evidence, version_fields
 from logdoctor.matching.conditions import Context
-from logdoctor.matching.decide import MIN_CONFIDENCE, decide, healthy_confidence  # noqa: F401 (re-export)
+from logdoctor.matching.decide import DECISIVE_CONFIDENCE, MIN_CONFIDENCE, healthy_confidence  # noqa: F401
 from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.rank import Candidate, candidates
+from logdoctor.matching.verdict import atlas_verdict, decide
 from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
 from logdoctor.timeline import Attempt, Timeline, build
@@ -39,7 +43,6 @@ def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = 
     tl = build(res.records, engine)
     if history is None or history is False:
         return diagnose_timeline(tl, res, rule_set, classifier=classifier)
-    from logdoctor.crossattempt import diagnose_with_history
     from logdoctor.history import History, open_history
     store = open_history(history)
     try:
@@ -63,19 +66,7 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     vi, attempt_note = verdict_attempt(tl.attempts)
     a, cands = per_attempt[vi]
     listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
-    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
-                              "damage": res.stats.damage()}
-    prefix_note = None
-    if res.stats.unknown_prefix:
-        window["prefix"] = res.stats.unknown_prefix
-        prefix_note = (f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
-                       "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
-    head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
-    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
-        window["cut"] = f"input ends early ({res.stats.stopped})"
-        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
-                            "lines read") if n]
-    tail = [prefix_note] if prefix_note else []
+    window, head, tail = _window(tl, res, a, attempt_note)
     version, version_hint = version_fields(tl.engine_version)
     common: dict[str, Any] = dict(engine=tl.engine, engine_version=version, engine_version_hint=version_hint,
                                   failed=a.failed,
@@ -89,17 +80,9 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
                          notes=tail + _hardware_warnings(a), **common)
     named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
                  attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
-    strong = [c for c in cands if c.rule.confidence >= 0.7]
-    if a.hang is not None and not (a.decisive is not None and a.decisive.fatal) and not any(c.cause != "startup_timeout" for c in strong):
-        h = a.hang
-        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
-                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
-                         actions=h.actions(), **named)
-    defect = engine_defect(a)
-    if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
-        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
-                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
-                         actions=defect.actions(tl.engine), **named)
+    mechanism = _mechanism(tl, a, cands, named)
+    if mechanism is not None:
+        return mechanism
     v = decide(tl, a, cands, rule_set, classifier)
     listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
     source, cited, atlas_phase = _atlas_source(v, a)
@@ -124,17 +107,14 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         phase = win.rule.phases[0]
     evidence, derived = _evidence(win, seen)
     vars_ = _vars(win, a, tl)
-    explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
-    if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
-        explanation = explanation.rstrip() + (" " if explanation.rstrip().endswith(".") else ". ") + \
-            "Read from the log: " + "; ".join(derived) + "."
+    explanation = _explanation(win, vars_, derived)
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
     conf, why_low = calibration.adjust(base_conf, rule_candidates=cands, winner=win, evidence=evidence)
     if window["cut"]:
-        conf = round(min(conf * 0.85, 0.7), 2)
+        conf = cf.cut_window(conf)
     low = [f"confidence lowered: {why_low}"] if why_low else []
     return Diagnosis(
         phase=phase, cause=win.cause, confidence=conf, rule=win.rule.id, title=win.rule.title,
@@ -145,10 +125,122 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
 
 
+def _window(tl: Timeline, res: ReadResult, a: Attempt, attempt_note: str | None
+            ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The JSON `window` (lines, start seen, cut, damage, prefix), and the notes that go before and after the
+    verdict's own."""
+    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
+                              "damage": res.stats.damage()}
+    tail = []
+    if res.stats.unknown_prefix:
+        window["prefix"] = res.stats.unknown_prefix
+        tail.append(f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
+                    "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
+    head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
+    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
+        window["cut"] = f"input ends early ({res.stats.stopped})"
+        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
+                            "lines read") if n]
+    return window, head, tail
+
+
+def _mechanism(tl: Timeline, a: Attempt, cands: list[Candidate], named: dict[str, Any]) -> Diagnosis | None:
+    """Mechanisms that are not a cause of the taxonomy, named before any rule unless a strong rule says otherwise:
+    a hang while serving (serving.py), a defect in the engine's own code (defects.py)."""
+    strong = [c for c in cands if c.rule.confidence >= DECISIVE_CONFIDENCE]
+    fatal = a.decisive is not None and a.decisive.fatal
+    if a.hang is not None and not fatal and not any(c.cause != "startup_timeout" for c in strong):
+        h = a.hang
+        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
+                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
+                         actions=h.actions(), **named)
+    defect = engine_defect(a)
+    if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
+        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
+                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
+                         actions=defect.actions(tl.engine), **named)
+    return None
+
+
+def _explanation(win: Candidate, vars_: dict, derived: list[str]) -> str:
+    explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
+    if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
+        explanation = explanation.rstrip() + (" " if explanation.rstrip().endswith(".") else ". ") + \
+            "Read from the log: " + "; ".join(derived) + "."
+    return explanation
+
+
+def diagnose_with_history(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None, history=None,
+                          unit: str | None = None, host: str | None = None) -> Diagnosis:
+    """diagnose_timeline with the history (crossattempt.py): tried values go to the planner, the sequence may amend
+    the verdict (`Review.amendments`), and every attempt of the window is recorded (idempotently). Here, not in
+    crossattempt, so that the reasoning across attempts never calls back into the pipeline (no import cycle)."""
+    if history is None:
+        return diagnose_timeline(tl, res, rule_set, classifier=classifier)
+    from logdoctor import crossattempt as xa
+    from logdoctor.history import AttemptRow
+
+    u = xa.unit_of(tl, unit)
+    # the attempt the verdict is about: the last, or the most recent failed one while a restart is still starting
+    vi, _ = verdict_attempt(tl.attempts)
+    last = tl.attempts[vi]
+    h = xa.host_of(last, host)
+    cur_key = xa.attempt_key(h, u, last)
+    cur_started = next((r.ts.isoformat() for r in last.records if r.ts), None)
+    # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules;
+    # the store is asked only about these keys and the latest attempts here (bounded: never the whole history)
+    window = [(a, xa.attempt_key(xa.host_of(a, host), u, a)) for a in tl.attempts[:vi] if a.records]
+    known = history.get([k for _, k in window] + [cur_key]) if h else {}
+    window_rows: list = []
+    for a, key in window:
+        if key in known:
+            window_rows.append(known[key])
+            continue
+        sub = xa.only(tl, a)
+        window_rows += xa.rows_for(sub, diagnose_timeline(sub, res, rule_set, classifier=classifier), unit=u, host=host)
+    hist_rows = history.recent_here(h, u, started_before=cur_started) if h else []
+    cur_stub = AttemptRow(key=cur_key, host=h, unit=u, started=cur_started)
+    earlier = xa.earlier_here(hist_rows, window_rows, cur_stub) if h else window_rows
+    tried = xa.tried_values(earlier)
+    tried_store: dict[str, set] = {}
+    attempts_here = None
+    if h:
+        tried_store = _tried_in_store(history, h, u, cur_started)
+        for k, vs in tried_store.items():
+            tried.setdefault(k, set()).update(vs)
+        in_store = history.count_here(h, u, started_before=cur_started) - (
+            1 if cur_key in known and not cur_started else 0)
+        attempts_here = max(in_store, 0) + sum(1 for r in window_rows if r.key not in known)
+    d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
+    rows = xa.rows_for(tl, d, unit=u, host=host)
+    ci = next((i for i, r in enumerate(rows) if r.key == cur_stub.key), None)
+    if ci is not None:
+        since = time.time() - xa.BREAKER_WINDOW_S
+
+        def fleet(cause: str, rule: str | None) -> list[str]:
+            return history.verdict_hosts(cause, rule, since)
+
+        rv = xa.review(d, replace(rows[ci]), earlier, history.ready_elsewhere(u, h) if u else [],
+                       tried_extra=tried_store, attempts_here=attempts_here, fleet=fleet if h else None)
+        d = d.amended(*rv.amendments, history=rv.to_dict())
+        rows[ci] = xa.rows_for(tl, d, unit=u, host=host)[ci]
+    history.record(window_rows + rows)
+    return d
+
+
+def _tried_in_store(history, host: str, unit: str, started_before: str | None) -> dict[str, set]:
+    """lever -> values the store says were tried for this unit on this host (beyond the latest attempts)."""
+    out: dict[str, set] = {}
+    for cfg in history.tried_here(host, unit, started_before=started_before):
+        for k, v in cfg.items():
+            if v is not None:
+                out.setdefault(k, set()).add(v)
+    return out
+
+
 def _atlas_places(tl: Timeline, a: Attempt) -> bool:
     """The engine's own message names a cause (the atlas tier): an assert that two features cannot be combined is a
     rejected configuration, not a defect in the engine's code."""
-    from logdoctor.matching.decide import atlas_verdict
     placed = atlas_verdict(tl, a)
     return placed is not None and placed[2].cause != UNKNOWN
 

@@ -130,6 +130,30 @@ def _unit_of(records: list[Record], idents: set[str]) -> tuple[str | None, str |
 def ownership(records: list[Record]) -> Ownership:
     """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
     o = Ownership()
+    o.idents = _engine_idents(records)
+    o.unit, o.desc = _unit_of(records, o.idents)
+    for r in records:
+        if r.transport == SERVICE and _mine(o, r, by_pid=False):
+            if r.pid is not None:
+                o.pids.add(r.pid)
+            tp = r.extra.get("tag_pid")
+            if tp and tp.isdigit():
+                o.pids.add(int(tp))
+    for r in records:
+        if r.transport != SERVICE:
+            continue
+        if not _mine(o, r, by_pid=True):
+            r.extra[FOREIGN] = "1"
+            if r.pid is not None:
+                o.foreign_pids.add(r.pid)
+        else:
+            r.extra.pop(FOREIGN, None)
+    return o
+
+
+def _engine_idents(records: list[Record]) -> set[str]:
+    """The syslog identifiers of the service: those with engine lines (prefixed, config dumps, tracebacks), else the
+    most frequent one."""
     idents: Counter = Counter()
     engine_lines: Counter = Counter()
     for r in records:
@@ -142,39 +166,76 @@ def ownership(records: list[Record]) -> Ownership:
     top = max(engine_lines.values(), default=0)
     engine_idents = {i for i, n in engine_lines.items() if n >= 3 or n * 2 >= top}
     if engine_idents:
-        o.idents = engine_idents
-    elif idents:
-        o.idents = {idents.most_common(1)[0][0]}
-    o.unit, o.desc = _unit_of(records, o.idents)
-    for r in records:
-        if r.transport != SERVICE:
-            continue
-        mine = not o.idents or r.ident is None or r.ident in o.idents
-        if r.unit and o.unit and r.unit != o.unit:
-            mine = False
-        if mine:
-            if r.pid is not None:
-                o.pids.add(r.pid)
-            tp = r.extra.get("tag_pid")
-            if tp and tp.isdigit():
-                o.pids.add(int(tp))
-    for r in records:
-        if r.transport != SERVICE:
-            continue
-        mine = not o.idents or r.ident is None or r.ident in o.idents or (r.pid is not None and r.pid in o.pids)
-        if r.unit and o.unit and r.unit != o.unit:
-            mine = False
-        if not mine:
-            r.extra[FOREIGN] = "1"
-            if r.pid is not None:
-                o.foreign_pids.add(r.pid)
-        else:
-            r.extra.pop(FOREIGN, None)
-    return o
+        return engine_idents
+    return {idents.most_common(1)[0][0]} if idents else set()
+
+
+def _mine(o: Ownership, r: Record, by_pid: bool) -> bool:
+    """A service line of the service's own program (by identifier, or by a pid it was seen with)."""
+    if r.unit and o.unit and r.unit != o.unit:
+        return False
+    if not o.idents or r.ident is None or r.ident in o.idents:
+        return True
+    return by_pid and r.pid is not None and r.pid in o.pids
 
 
 _SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
 _SD_EXIT = rxcache.compile(r"Main process exited, code=|Scheduled restart job, restart counter is at")
+
+
+@dataclass(slots=True)
+class _Cutter:
+    """Where a new attempt opens, as a machine over the records in order (split's state between lines)."""
+
+    markers: tuple
+    own: Ownership
+    seen_config: bool = False
+    seen_progress: bool = False
+    exited: bool = False
+    has_own: bool = False  # the current chunk holds a line of the service
+    has_start: bool = False  # ... and its own start line
+    last_pid: int | None = None
+
+    def opens(self, r: Record) -> bool:
+        """Record `r` starts a new attempt (read before `r` joins the current one)."""
+        if r.transport == SYSTEMD and self.own.own_systemd(r.msg, r.unit):
+            # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
+            # attempt only once the current one has exited, or when it holds no start line of its own yet
+            new = bool(_SD_STARTED.match(r.msg) and self.has_own and (self.exited or not self.has_start))
+            if _SD_EXIT.search(r.msg):
+                self.exited = True
+            return new
+        if r.transport == META:
+            return r.msg.startswith("-- Boot") and self.has_own
+        if r.transport == SERVICE and not r.extra.get(FOREIGN):
+            if _CONFIG.search(r.msg) and self.seen_config and self.seen_progress:
+                return True
+            return bool(self.exited and self.last_pid is not None and r.pid is not None and r.pid != self.last_pid
+                        and self.seen_progress)
+        return False
+
+    def reset(self) -> None:
+        self.seen_config = self.seen_progress = self.exited = self.has_own = self.has_start = False
+        self.last_pid = None
+
+    def joined(self, r: Record) -> None:
+        """Record `r` is now part of the current attempt."""
+        if r.transport == SYSTEMD and _SD_STARTED.match(r.msg) and self.own.own_systemd(r.msg, r.unit):
+            self.has_start = True
+        if r.transport != SERVICE or r.extra.get(FOREIGN):
+            return
+        self.has_own = True
+        if _CONFIG.search(r.msg):
+            self.seen_config = True
+        elif self.seen_config and not self.seen_progress and r.msg and not r.continuation:
+            self.seen_progress = self._progress(r.msg)
+        if r.pid is not None and self.last_pid is None:
+            self.last_pid = r.pid
+
+    def _progress(self, msg: str) -> bool:
+        """A line past launch: a marker of a later phase, or a traceback."""
+        return any(m.keyword and m.keyword in msg and m.edge != "config" and m.phase != "launch"
+                   for m in self.markers) or "Traceback" in msg
 
 
 def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
@@ -182,54 +243,22 @@ def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
     version banner after the previous attempt got going, or a new main PID after systemd saw the old one exit.
     Lines of other programs never cut and never make a chunk "the service's"."""
     chunks: list[list[Record]] = [[]]
-    seen_config = seen_progress = exited = False
-    has_own = has_start = False      # the current chunk holds a line of the service / its own start line
-    last_pid = None
-
-    def own_service(chunk):
-        return any(x.transport == SERVICE and not x.extra.get(FOREIGN) for x in chunk)
-
+    cut = _Cutter(tuple(markers), own)
     for r in records:
-        new = False
-        if r.transport == SYSTEMD and own.own_systemd(r.msg, r.unit):
-            started = _SD_STARTED.match(r.msg)
-            # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
-            # attempt only once the current one has exited, or when it holds no start line of its own yet
-            if started and has_own and (exited or not has_start):
-                new = True
-            if _SD_EXIT.search(r.msg):
-                exited = True
-        elif r.transport == META:
-            if r.msg.startswith("-- Boot") and has_own:
-                new = True
-        elif r.transport == SERVICE and not r.extra.get(FOREIGN):
-            is_config = bool(_CONFIG.search(r.msg))
-            if is_config and seen_config and seen_progress:
-                new = True
-            if exited and last_pid is not None and r.pid is not None and r.pid != last_pid and seen_progress:
-                new = True
-        if new:
+        if cut.opens(r):
             chunks.append([])
-            seen_config = seen_progress = exited = has_own = has_start = False
-            last_pid = None
+            cut.reset()
         chunks[-1].append(r)
-        if r.transport == SYSTEMD and _SD_STARTED.match(r.msg) and own.own_systemd(r.msg, r.unit):
-            has_start = True
-        if r.transport == SERVICE and not r.extra.get(FOREIGN):
-            has_own = True
-            if _CONFIG.search(r.msg):
-                seen_config = True
-            elif seen_config and not seen_progress and r.msg and not r.continuation:
-                if any(m.keyword and m.keyword in r.msg and m.edge != "config" and m.phase != "launch" for m in markers) \
-                        or "Traceback" in r.msg:
-                    seen_progress = True
-            if r.pid is not None and last_pid is None:
-                last_pid = r.pid
+        cut.joined(r)
     # a trailing chunk with no line of the service itself (another unit's "Started") is not an attempt
     out = [c for c in chunks if c]
-    while len(out) > 1 and not own_service(out[-1]):
+    while len(out) > 1 and not _own_service(out[-1]):
         out[-2].extend(out.pop())
     return out or [[]]
+
+
+def _own_service(chunk: list[Record]) -> bool:
+    return any(x.transport == SERVICE and not x.extra.get(FOREIGN) for x in chunk)
 
 
 def outcome(a) -> str:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from logdoctor.attempts import verdict_attempt
-from logdoctor.diagnosis import Diagnosis
-from logdoctor.history import AttemptRow, History
+from logdoctor import confidence as cf
+from logdoctor.diagnosis import Amendment, Diagnosis
+from logdoctor.history import AttemptRow
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD
 from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline, is_fatal_block
 
@@ -55,7 +54,7 @@ HOST_CHECKS = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER", "journalctl 
 # action says to drain a host
 BREAKER_MIN_HOSTS = 4
 BREAKER_WINDOW_S = 6 * 3600
-BREAKER_CONFIDENCE = 0.5
+BREAKER_CONFIDENCE = cf.BREAKER_CAP
 _UNIT_IN_TEXT = re.compile(r"\b([\w@.:\\-]+\.service)\b")
 _UNIT_RUN = re.compile(r"[\w@.:\\-]+")     # a unit name match lies inside one such run
 
@@ -86,6 +85,7 @@ class Review:
     reason: str = ""
     healthy_elsewhere: list = field(default_factory=list)
     fleet: dict | None = None                     # the circuit breaker, when it tripped: {"rule", "hosts", "window_s"}
+    amendments: list[Amendment] = field(default_factory=list)   # what it changes in the verdict, in order
 
     def to_dict(self) -> dict:
         return {"host": self.host, "unit": self.unit, "attempts_here": self.attempts_here,
@@ -339,7 +339,8 @@ def _when(started: str | None) -> str:
 def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: list[AttemptRow], *,
            tried_extra: dict[str, set] | None = None, attempts_here: int | None = None,
            fleet: Callable[[str, str | None], list[str]] | None = None) -> Review:
-    """Apply the cross-attempt rules to a fresh verdict (in place) and say what the history added.
+    """Apply the cross-attempt rules to a fresh verdict `d` (read, never changed) and say what the history added;
+    the changes it asks for are `Review.amendments` (`d.amended(*rv.amendments)` is the final verdict).
 
     `earlier`: the latest attempts here (bounded); `tried_extra`: values the store says were tried here beyond
     them; `attempts_here`: the store's count; `fleet(cause, rule)`: the hosts that got this verdict recently."""
@@ -350,36 +351,41 @@ def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: 
     rv = Review(host=cur.host, unit=cur.unit, attempts_here=len(earlier) if attempts_here is None else attempts_here,
                 tried={k: v for k, v in tried.items() if v})
     rv.healthy_elsewhere = healthy_elsewhere(elsewhere, cur)
+    seen = []
     for h in rv.healthy_elsewhere:
         how = "with the same flags" if h["same_flags"] else "with the same or a larger configuration"
-        d.notes.append(f"history: {cur.unit or 'this unit'} came up on {h['host']} {how}{_when(h['started'])}")
+        seen.append(f"history: {cur.unit or 'this unit'} came up on {h['host']} {how}{_when(h['started'])}")
+    if seen:
+        rv.amendments.append(Amendment(notes=tuple(seen)))
     if not d.failed or not cur.host or (d.cause in EXTERNAL_CAUSES):
         return rv
     if d.cause == "hardware_fault" and _breaker(d, cur, rv, d.rule, fleet):
         return rv
-    failed_before = [r for r in earlier if r.outcome in ("failed", "ready")]
-    reason, rule = None, None
-    if failed_before and failed_before[-1].outcome == "failed":
-        reason = regression(failed_before[-1], cur)
-        rule = "history.same-host-regression" if reason else None
-    if reason is None:
-        for e in reversed(failed_before):
-            reason = unexplained(e, cur)
-            if reason:
-                rule = "history.no-flag-explains"
-                break
-    if reason is None:
-        return rv
-    if _breaker(d, cur, rv, rule, fleet):
+    rule, reason = _sequence(cur, earlier)
+    if reason is None or _breaker(d, cur, rv, rule, fleet):
         return rv
     rv.escalation, rv.reason = rule, reason
-    _escalate(d, cur, earlier, rv)
+    rv.amendments.append(_escalate(d, cur, earlier, rv))
     return rv
+
+
+def _sequence(cur: AttemptRow, earlier: list[AttemptRow]) -> tuple[str | None, str | None]:
+    """(history rule, reason) when the sequence of attempts here points at the host, else (None, None)."""
+    failed_before = [r for r in earlier if r.outcome in ("failed", "ready")]
+    if failed_before and failed_before[-1].outcome == "failed":
+        reason = regression(failed_before[-1], cur)
+        if reason:
+            return "history.same-host-regression", reason
+    for e in reversed(failed_before):
+        reason = unexplained(e, cur)
+        if reason:
+            return "history.no-flag-explains", reason
+    return None, None
 
 
 def _breaker(d: Diagnosis, cur: AttemptRow, rv: Review, rule: str | None,
              fleet: Callable[[str, str | None], list[str]] | None) -> bool:
-    """The fleet circuit breaker: True (and the verdict says so) when this hardware verdict already landed on
+    """The fleet circuit breaker: True (and an amendment says so) when this hardware verdict already landed on
     BREAKER_MIN_HOSTS hosts, this one included, within BREAKER_WINDOW_S."""
     if fleet is None:
         return False
@@ -389,116 +395,48 @@ def _breaker(d: Diagnosis, cur: AttemptRow, rv: Review, rule: str | None,
     rv.fleet = {"rule": rule, "hosts": hosts, "window_s": BREAKER_WINDOW_S}
     shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
     hours = f"{BREAKER_WINDOW_S / 3600:g} h"
-    d.notes.append(f"fleet: the same hardware verdict ({rule or 'hardware_fault'}) landed on {len(hosts)} hosts "
-                   f"within {hours} ({shown}): more likely a software or driver cause than {len(hosts)} failing "
-                   "hosts")
+    note = (f"fleet: the same hardware verdict ({rule or 'hardware_fault'}) landed on {len(hosts)} hosts "
+            f"within {hours} ({shown}): more likely a software or driver cause than {len(hosts)} failing hosts")
+    check = (f"before draining hosts, check what changed across {len(hosts)} hosts within {hours}: the GPU driver "
+             "(nvidia-smi), the CUDA and engine versions, the container image")
+    actions, conf = list(d.actions), None
     if d.cause == "hardware_fault":   # the log's own verdict: kept, with less confidence and no draining
-        d.confidence = round(min(d.confidence, BREAKER_CONFIDENCE), 2)
-        d.actions = [a for a in d.actions if "drain" not in a.lower()]
-    d.actions.insert(0, f"before draining hosts, check what changed across {len(hosts)} hosts within {hours}: the "
-                        "GPU driver (nvidia-smi), the CUDA and engine versions, the container image")
+        conf = cf.breaker(d.confidence)
+        actions = [a for a in actions if "drain" not in a.lower()]
+    rv.amendments.append(Amendment(notes=(note,), confidence=conf, actions=(check, *actions)))
     return True
 
 
-def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Review) -> None:
+def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Review) -> Amendment:
+    """The history's hardware-fault verdict, as an amendment of the log's verdict `d`."""
     was, conf = d.cause, d.confidence
+    moved = rv.healthy_elsewhere[-1]["host"] if rv.healthy_elsewhere else None
+    base = cf.escalation(rv.escalation == "history.same-host-regression", bool(rv.healthy_elsewhere))
+    target = f" (it came up on {moved})" if moved else ""
+    move = f"move the service to another host{target}, or drain {cur.host} until its GPUs pass the checks"
+    if was == "hardware_fault":
+        actions = list(d.actions) + ([move] if move not in d.actions else [])
+        return Amendment(notes=(f"history agrees ({rv.escalation}): {rv.reason}",), confidence=round(max(conf, base), 2),
+                         actions=tuple(actions), clear_fixes=True)
     story = "; ".join(f"attempt {i + 1}: {r.outcome} in {r.phase or 'unknown'}"
                       + (f" ({r.cause})" if r.cause else "")
                       + (f", suggested {r.fix.get('text') or r.fix.get('flag')}" if r.fix else "")
                       for i, r in enumerate(earlier[-4:]))
-    moved = rv.healthy_elsewhere[-1]["host"] if rv.healthy_elsewhere else None
-    base = 0.8 if rv.escalation == "history.same-host-regression" else 0.75
-    if rv.healthy_elsewhere:
-        base += 0.08
-    if was == "hardware_fault":
-        d.confidence = round(max(conf, base), 2)
-        d.notes.append(f"history agrees ({rv.escalation}): {rv.reason}")
-    else:
-        d.cause, d.rule, d.title = "hardware_fault", rv.escalation, "suspected hardware fault on " + cur.host
-        d.confidence = round(base, 2)
-        if was:
-            d.alternatives = [{"cause": was, "confidence": round(min(0.5, conf * 0.3), 2)}] + \
-                             [a for a in d.alternatives if a.get("cause") not in (was, "hardware_fault")][:2]
-        d.explanation = (f"Suspected hardware fault on {cur.host}: {rv.reason}. Earlier attempts of "
-                         f"{cur.unit or 'this service'} on this host — {story}. Changing flags has stopped making "
-                         f"sense: the host (most likely one of its GPUs), not the configuration, is what fails. "
-                         f"On its own, this attempt's log reads: {d.explanation}").strip()
-        d.actions = list(HOST_CHECKS)
-        if d.attempts:
-            d.attempts[d.attempt_index if d.attempt_index is not None else -1]["cause"] = "hardware_fault"
-    d.fixes = []
-    d.no_flag_change = True
-    target = f" (it came up on {moved})" if moved else ""
-    move = f"move the service to another host{target}, or drain {cur.host} until its GPUs pass the checks"
-    if move not in d.actions:
-        d.actions.append(move)
+    alternatives = None
+    if was:
+        alternatives = ({"cause": was, "confidence": cf.demoted(conf)},
+                        *[a for a in d.alternatives if a.get("cause") not in (was, "hardware_fault")][:2])
+    explanation = (f"Suspected hardware fault on {cur.host}: {rv.reason}. Earlier attempts of "
+                   f"{cur.unit or 'this service'} on this host — {story}. Changing flags has stopped making "
+                   f"sense: the host (most likely one of its GPUs), not the configuration, is what fails. "
+                   f"On its own, this attempt's log reads: {d.explanation}").strip()
+    actions = list(HOST_CHECKS) + ([move] if move not in HOST_CHECKS else [])
+    return Amendment(cause="hardware_fault", rule=rv.escalation, title="suspected hardware fault on " + cur.host,
+                     confidence=round(base, 2), alternatives=alternatives, explanation=explanation,
+                     actions=tuple(actions), clear_fixes=True, attempt_cause="hardware_fault")
 
 
-# --------------------------------------------------------------------------------------------------------------
-# the whole step: history in, verdict, history out
-
-
-def diagnose_with_history(tl: Timeline, res, rule_set, *, classifier=None, history: History | None,
-                          unit: str | None = None, host: str | None = None) -> Diagnosis:
-    """diagnose_timeline with the history: tried values go to the planner, the sequence may escalate the verdict,
-    and every attempt of the window is recorded (idempotently)."""
-    from logdoctor.api import diagnose_timeline
-    if history is None:
-        return diagnose_timeline(tl, res, rule_set, classifier=classifier)
-    u = unit_of(tl, unit)
-    # the attempt the verdict is about: the last, or the most recent failed one while a restart is still starting
-    vi, _ = verdict_attempt(tl.attempts)
-    last = tl.attempts[vi]
-    h = host_of(last, host)
-    cur_key = attempt_key(h, u, last)
-    cur_started = next((r.ts.isoformat() for r in last.records if r.ts), None)
-    # the window's earlier attempts, each with its own verdict (cause, phase, suggested fix) for the sequence rules;
-    # the store is asked only about these keys and the latest attempts here (bounded: never the whole history)
-    window = [(a, attempt_key(host_of(a, host), u, a)) for a in tl.attempts[:vi] if a.records]
-    known = history.get([k for _, k in window] + [cur_key]) if h else {}
-    window_rows: list[AttemptRow] = []
-    for a, key in window:
-        if key in known:
-            window_rows.append(known[key])
-            continue
-        sub = _only(tl, a)
-        sd = diagnose_timeline(sub, res, rule_set, classifier=classifier)
-        window_rows += rows_for(sub, sd, unit=u, host=host)
-    hist_rows = history.recent_here(h, u, started_before=cur_started) if h else []
-    cur_stub = AttemptRow(key=cur_key, host=h, unit=u, started=cur_started)
-    earlier = earlier_here(hist_rows, window_rows, cur_stub) if h else window_rows
-    tried = tried_values(earlier)
-    tried_store: dict[str, set] = {}
-    attempts_here = None
-    if h:
-        for cfg in history.tried_here(h, u, started_before=cur_started):
-            for k, v in cfg.items():
-                if v is not None:
-                    tried_store.setdefault(k, set()).add(v)
-        for k, vs in tried_store.items():
-            tried.setdefault(k, set()).update(vs)
-        in_store = history.count_here(h, u, started_before=cur_started) - (
-            1 if cur_key in known and not cur_started else 0)
-        attempts_here = max(in_store, 0) + sum(1 for r in window_rows if r.key not in known)
-    d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
-    rows = rows_for(tl, d, unit=u, host=host)
-    ci = next((i for i, r in enumerate(rows) if r.key == cur_stub.key), None)
-    if ci is not None:
-        cur = replace(rows[ci])
-        elsewhere = history.ready_elsewhere(u, h) if u else []
-        since = time.time() - BREAKER_WINDOW_S
-
-        def fleet(cause: str, rule: str | None) -> list[str]:
-            return history.verdict_hosts(cause, rule, since)
-
-        rv = review(d, cur, earlier, elsewhere, tried_extra=tried_store, attempts_here=attempts_here,
-                    fleet=fleet if h else None)
-        d.history = rv.to_dict()
-        rows[ci] = rows_for(tl, d, unit=u, host=host)[ci]
-    history.record(window_rows + rows)
-    return d
-
-
-def _only(tl: Timeline, a: Attempt) -> Timeline:
+def only(tl: Timeline, a: Attempt) -> Timeline:
+    """A timeline of attempt `a` alone (its own verdict, for the sequence rules)."""
     return Timeline(engine=tl.engine, engine_version=tl.engine_version, attempts=[a], records=a.records,
                     start_seen=a.start_seen)

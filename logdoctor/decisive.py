@@ -159,18 +159,30 @@ def compute(a, ready_line: int = 0) -> Decisive:
     if d.cut is not None and ready_line and d.cut.first_line > ready_line and is_request_error(d.cut):
         d.cut, d.cut_reason = None, None
     for b in d.blocks:
-        for s in b.sections:
-            if s.exc_type or s.exc_msg:
-                d.errors.append((s.exc_line or b.first_line, section_text(s)))
-        done = [s for s in b.sections if s.exc_type or s.exc_msg]
-        if done:
-            root, fin = done[0], done[-1]
-            d.inner.append((root.exc_line or b.first_line, section_text(root)))
-            d.wrapper.append((fin.exc_line or b.first_line, section_text(fin)))
-            for s in done:
-                w = WRAPPED.match(s.exc_msg or "")
-                if w:
-                    d.inner.append((s.exc_line or b.first_line, w.group("inner")))
+        _read_block(d, b)
+    _read_error_lines(d, a, ready_line)
+    return d
+
+
+def _read_block(d: Decisive, b) -> None:
+    """A decisive block's errors, its root (inner) and final (wrapper) exception, and errors wrapped in messages."""
+    done = [s for s in b.sections if s.exc_type or s.exc_msg]
+    for s in done:
+        d.errors.append((s.exc_line or b.first_line, section_text(s)))
+    if not done:
+        return
+    root, fin = done[0], done[-1]
+    d.inner.append((root.exc_line or b.first_line, section_text(root)))
+    d.wrapper.append((fin.exc_line or b.first_line, section_text(fin)))
+    for s in done:
+        w = WRAPPED.match(s.exc_msg or "")
+        if w:
+            d.inner.append((s.exc_line or b.first_line, w.group("inner")))
+
+
+def _read_error_lines(d: Decisive, a, ready_line: int) -> None:
+    """Error lines outside tracebacks: recoverable ones set aside, the rest errors (leveled and bare fatal ones also
+    `error_lines`, which can fail an attempt)."""
     req = {r.line for b in d.request_errors for r in b.records}
     in_blocks = {r.line for b in a.blocks for r in b.records}
     follow: Followed | None = None
@@ -189,7 +201,6 @@ def compute(a, ready_line: int = 0) -> Decisive:
         d.errors.append((r.line, strip_false(r.msg)))
         if leveled or bare:
             d.error_lines.append(r.line)
-    return d
 
 
 _EXC_LINE = rxcache.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")

@@ -2,7 +2,7 @@
 logdoctor.diagnosis/v1 (design.md), validated in tests against logdoctor/schemas/diagnosis.schema.json."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from logdoctor.vocab import OUTCOMES, UNKNOWN
 
@@ -42,9 +42,29 @@ def version_fields(dated: str | None) -> tuple[str | None, str | None]:
     return dated, None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """A change to a built verdict that reasoning beyond the log (the attempt history, the fleet) asks for.
+
+    Why: the verdict used to be edited in place after it was built; now each such finding is a value, and
+    `Diagnosis.amended` builds the final verdict from the log's verdict and its amendments. None: unchanged."""
+
+    notes: tuple[str, ...] = ()  # appended
+    cause: str | None = None
+    rule: str | None = None
+    title: str | None = None
+    explanation: str | None = None
+    confidence: float | None = None
+    alternatives: tuple[dict, ...] | None = None
+    actions: tuple[str, ...] | None = None  # the whole new list
+    clear_fixes: bool = False  # no flag change: the fixes go, `no_flag_change` is set
+    attempt_cause: str | None = None  # the cause of the attempt the verdict is about, in `attempts`
+
+
+@dataclass(frozen=True)
 class Diagnosis:
-    """The verdict `explain` reports: cause, phase, confidence, evidence, fixes and attempts."""
+    """The verdict `explain` reports: cause, phase, confidence, evidence, fixes and attempts. Frozen once built
+    (api.diagnose_timeline); later findings are `Amendment`s."""
 
     engine: str
     engine_version: str | None
@@ -72,6 +92,30 @@ class Diagnosis:
     history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
     source: dict | None = None    # where the engine raises the decisive error (the atlas, docs/atlas.md); in JSON when present
     engine_version_hint: str | None = None   # "0.5.23 or later, from wording" when no version was printed
+
+    def amended(self, *amendments: Amendment, history: dict | None = None) -> Diagnosis:
+        """A new Diagnosis: this one with `amendments` applied in order (and `history` set, when given)."""
+        d = self
+        for am in amendments:
+            d = d._apply(am)
+        return d if history is None else replace(d, history=history)
+
+    def _apply(self, am: Amendment) -> Diagnosis:
+        given = {k: getattr(am, k) for k in ("cause", "rule", "title", "explanation", "confidence")}
+        changes: dict = {k: v for k, v in given.items() if v is not None}
+        changes["notes"] = self.notes + list(am.notes)
+        if am.alternatives is not None:
+            changes["alternatives"] = list(am.alternatives)
+        if am.actions is not None:
+            changes["actions"] = list(am.actions)
+        if am.clear_fixes:
+            changes["fixes"], changes["no_flag_change"] = [], True
+        if am.attempt_cause is not None and self.attempts:
+            i = self.attempt_index if self.attempt_index is not None else -1
+            attempts = [dict(x) for x in self.attempts]
+            attempts[i]["cause"] = am.attempt_cause
+            changes["attempts"] = attempts
+        return replace(self, **changes)
 
     @property
     def exit_code(self) -> int:

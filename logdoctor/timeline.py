@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from logdoctor import attempts as att
 from logdoctor import decisive as dcs
-from logdoctor import rxcache, serving
+from logdoctor import phases, rxcache, serving
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
 from logdoctor.engines import ENGINES
@@ -59,9 +59,6 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
 _COMPILE_FILES = rxcache.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
-# markers printed from inside another step's forward pass (vLLM compiles during the profile run): they say the
-# engine got there, not which step the forward belonged to, so a traceback's frames may place the failure
-_NESTED_MARKERS = {"dynamo", "compile_range", "compile_cache"}
 _ERROR_RX: tuple = ()    # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
 _NAMES = rxcache.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
 
@@ -248,88 +245,105 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
                     start_seen=attempts[0].start_seen)
 
 
+@dataclass(slots=True)
+class _Reading:
+    """What reading one attempt's records collects, line by line (`_attempt` feeds it, `_decide` judges it)."""
+
+    engine: str
+    marker_tab: tuple
+    death_tab: tuple
+    own: att.Ownership
+    events: list[Event] = field(default_factory=list)
+    ranks: dict[str, RankView] = field(default_factory=dict)
+    tracker: phases.Tracker = field(default_factory=phases.Tracker)  # the attempt-level phase (phases.py)
+    ready_line: int = 0
+    deaths: list[Event] = field(default_factory=list)
+    sd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())
+    kernel: list[Event] = field(default_factory=list)
+    readings: dict[str, float | str] = field(default_factory=dict)
+    start_seen: bool = False
+
+    def feed(self, r: Record) -> None:
+        if r.transport == SYSTEMD:
+            if self.own.own_systemd(r.msg, r.unit):  # another unit's Started/Failed is not this service's
+                self.systemd(r)
+            return
+        msg = r.msg
+        if r.transport == KERNEL or (r.transport == SERVICE and any(w in msg for w in KERNEL_WORDS)
+                                     and kernel_sourced(r)):   # provenance: never a quote inside an engine line
+            self.kernel_line(r)
+            if r.transport == KERNEL:
+                return
+        if r.transport != SERVICE or not r.msg or r.extra.get(att.FOREIGN):
+            return
+        hit = mk.match(self.marker_tab, r.msg) if self.marker_tab else None
+        rk = _rank_key(r, self.engine)
+        if hit:
+            self.marker(r, rk, *hit)
+            return
+        dh = mk.match(self.death_tab, r.msg) if self.death_tab else None
+        if dh:
+            ev = Event(r.line, "death", dh[0].name, self.tracker.phase, rk, r.msg, dh[1], r.ts)
+            self.events.append(ev)
+            self.deaths.append(ev)
+        if r.rank or r.proc:
+            self.ranks.setdefault(rk, RankView(rk)).lines += 1
+
+    def systemd(self, r: Record) -> None:
+        ev = _systemd_event(r)
+        if not ev:
+            return
+        if ev.name == "result" and ev.values.get("result") == "timeout" and self.sd.get("stopped_by") == "operator":
+            ev.values["result"] = "stop-timeout"  # the operator's stop timed out: not a start timeout
+        self.events.append(ev)
+        if ev.name == "started":
+            self.start_seen = True
+        self.sd.update({k: str(v) for k, v in ev.values.items()})  # type: ignore[typeddict-item]
+
+    def kernel_line(self, r: Record) -> None:
+        ev = _kernel_event(r)
+        if ev:
+            ev.values.update(self.own.kernel_attribution(ev.values, r.msg, ev.name))
+            self.events.append(ev)
+            self.kernel.append(ev)
+
+    def marker(self, r: Record, rk: str, m: mk.Marker, vals: dict) -> None:
+        if m.edge in ("config", "version") or m.name in ("server_args", "version", "non_default_args"):
+            self.start_seen = True
+        view = self.ranks.setdefault(rk, RankView(rk))
+        _advance(view, m, r)
+        self.tracker.feed(m)
+        if m.edge == "ready":
+            self.ready_line = self.ready_line or r.line
+        for k, v in vals.items():
+            if k in m.sums and isinstance(v, float) and isinstance(view.readings.get(k), float):
+                v = view.readings[k] + v
+            if k == "free_before_load_gb" and k in view.readings:
+                continue  # the first reading is the GPU before any weights (a draft model loads later)
+            view.readings[k] = v
+            old = self.readings.get(k)
+            self.readings[k] = max(v, old) if k in m.sums and isinstance(old, float) else v  # type: ignore[type-var]
+        self.events.append(Event(r.line, "marker", m.name, m.phase, rk, r.msg, vals, r.ts))
+
+
 def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables,
              own: att.Ownership | None = None) -> Attempt:
     marker_tab, death_tab = tables
-    own = own or att.Ownership()
+    rd = _Reading(engine, marker_tab, death_tab, own or att.Ownership())
     blocks = assemble([r for r in recs if not r.extra.get(att.FOREIGN)])
-    events: list[Event] = []
-    ranks: dict[str, RankView] = {}
-    phase = None                  # attempt-level current phase
-    ready_line = 0
-    death_lines: list[Event] = []
-    sd: SystemdVerdict = {}
-    kernel: list[Event] = []
-    readings: dict[str, float | str] = {}
-    start_seen = False
     for r in recs:
-        if r.transport == SYSTEMD:
-            if not own.own_systemd(r.msg, r.unit):
-                continue   # another unit's Started/Failed is not this service's
-            ev = _systemd_event(r)
-            if ev:
-                if ev.name == "result" and ev.values.get("result") == "timeout" and sd.get("stopped_by") == "operator":
-                    ev.values["result"] = "stop-timeout"   # the operator's stop timed out: not a start timeout
-                events.append(ev)
-                if ev.name == "started":
-                    start_seen = True
-                sd.update({k: str(v) for k, v in ev.values.items()})
-            continue
-        if r.transport == KERNEL or (r.transport == SERVICE and any(w in r.msg for w in KERNEL_WORDS)
-                                     and kernel_sourced(r)):   # provenance: never a quote inside an engine line
-            ev = _kernel_event(r)
-            if ev:
-                ev.values.update(own.kernel_attribution(ev.values, r.msg, ev.name))
-                events.append(ev)
-                kernel.append(ev)
-            if r.transport == KERNEL:
-                continue
-        if r.transport != SERVICE or not r.msg or r.extra.get(att.FOREIGN):
-            continue
-        body = r.msg
-        hit = mk.match(marker_tab, body) if marker_tab else None
-        rk = _rank_key(r, engine)
-        if hit:
-            m, vals = hit
-            if m.edge in ("config", "version") or m.name in ("server_args", "version", "non_default_args"):
-                start_seen = True
-            view = ranks.setdefault(rk, RankView(rk))
-            _advance(view, m, r)
-            if m.edge == "end" and m.then:
-                phase = m.then
-            elif m.edge == "ready":
-                phase = "serving"
-                ready_line = ready_line or r.line
-            elif m.phase != "launch" or phase is None:
-                phase = m.phase if phase is None or m.edge in ("begin", "point") else phase
-            for k, v in vals.items():
-                if k in m.sums and isinstance(v, float) and isinstance(view.readings.get(k), float):
-                    v = view.readings[k] + v
-                if k == "free_before_load_gb" and k in view.readings:
-                    continue  # the first reading is the GPU before any weights (a draft model loads later)
-                view.readings[k] = v
-                readings[k] = max(v, readings[k]) if k in m.sums and isinstance(readings.get(k), float) else v
-            events.append(Event(r.line, "marker", m.name, m.phase, rk, body, vals, r.ts))
-            continue
-        dh = mk.match(death_tab, body) if death_tab else None
-        if dh:
-            m, vals = dh
-            ev = Event(r.line, "death", m.name, phase, rk, body, vals, r.ts)
-            events.append(ev)
-            death_lines.append(ev)
-        if r.rank or r.proc:
-            v = ranks.setdefault(rk, RankView(rk))
-            v.lines += 1
-    for v in ranks.values():
+        rd.feed(r)
+    for v in rd.ranks.values():
         if v.phases:
-            v.phase = v.phases[-1].phase if not v.phases[-1].completed else _after(v.phases[-1].phase, marker_tab)
-    att.attribute_kill_reports(kernel)
+            last = v.phases[-1]
+            v.phase = phases.phase_after(last.phase, marker_tab) if last.completed else last.phase
+    att.attribute_kill_reports(rd.kernel)
     config = extract_config(recs, engine, version)
-    _derive(readings, config.levers)
+    _derive(rd.readings, config.levers)
     a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,
-                records=recs, blocks=blocks, events=events, ranks=ranks, config=config, systemd=sd, kernel=kernel,
-                readings=readings, start_seen=start_seen)
-    _decide(a, phase, ready_line, death_lines, marker_tab, engine)
+                records=recs, blocks=blocks, events=rd.events, ranks=rd.ranks, config=config, systemd=rd.sd,
+                kernel=rd.kernel, readings=rd.readings, start_seen=rd.start_seen)
+    _decide(a, rd.tracker.phase, rd.ready_line, rd.deaths, marker_tab, engine)
     return a
 
 
@@ -342,13 +356,6 @@ def _derive(readings: dict, levers: dict) -> None:
         if isinstance(frac, (int, float)):
             readings["static_left"] = round(float(frac) - w / total, 3)
             readings["static_left_gb"] = round(float(frac) * total - w, 2)
-
-
-def _after(phase: str, marker_tab) -> str:
-    for m in marker_tab:
-        if m.edge == "end" and m.phase == phase and m.then:
-            return m.then
-    return phase
 
 
 def _proc_is_rank(engine: str) -> bool:
@@ -402,85 +409,116 @@ is_fatal_block = dcs.is_fatal_block
 
 
 def _decide(a: Attempt, phase: str | None, ready_line: int, deaths: list[Event], marker_tab, engine: str) -> None:
+    """Whether the attempt failed, where (line, rank) and in which phase; each question is one helper below."""
     a.decisive = dec = dcs.compute(a, ready_line)
-    fatal_blocks = dec.blocks
-    # a unit stopped on purpose after it came up (systemctl stop / restart) did not fail, even if the stop timed out
-    operator_stop = ready_line and a.systemd.get("stopped_by") == "operator"
-    sd_fail = not operator_stop and (
-        a.systemd.get("result") not in (None, "success") or a.systemd.get("code") in ("killed", "dumped")
-        or (a.systemd.get("code") == "exited" and a.systemd.get("status") not in (None, "0")) or "timeout" in a.systemd
-        or a.systemd.get("oom") == "true")
-    kernel_bad = any(e.name in ("xid", "fallen_off", "oom_kill") and not e.values.get("foreign") for e in a.kernel)
-    after_ready = [b for b in fatal_blocks if b.first_line > ready_line] if ready_line else fatal_blocks
-    if ready_line:
-        # a per-request error (a 400 for a too-long prompt) prints a traceback too; the service kept serving if
-        # serving evidence (request logs, throughput lines) follows the traceback
-        serving_after = [e.line for e in a.events if e.kind == "marker" and e.phase == "serving" and e.line > ready_line]
-        last_serving = max(serving_after, default=0)     # max, not a scan per block (was quadratic)
-        last_death = max((d.line for d in deaths), default=0)
-        after_ready = [b for b in after_ready if not last_serving > b.last_line or last_death > b.last_line]
-    deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
     a.ready = bool(ready_line)
-    # ERROR lines (and bare fatal CUDA/NCCL error lines) outside tracebacks that the service did not go on past
-    # (decisive.compute): fatal before the service came up; after it, only when a shutdown follows
-    err_lines = dec.error_lines
+    sd_fail = _systemd_failed(a.systemd, ready_line)
+    after_ready = _fatal_blocks(a, dec.blocks, ready_line, deaths)
+    pre = _precursor_deaths(a)
+    a.events.extend(pre)
+    deaths = deaths + _error_deaths(a, dec.error_lines, ready_line) + pre
+    deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
+    a.hang = hung = serving.hang(a, ready_line) if ready_line else None
+    # a kernel verdict (Xid, fallen off the bus, OOM kill) alone fails an attempt only before it came up
+    a.failed = bool(after_ready or deaths_after or sd_fail or (_kernel_bad(a.kernel) and not ready_line) or hung)
+    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after] + ([hung.first_line] if hung else [])
+    a.fatal_line = min(firsts) if firsts else 0
+    a.first_failing_rank = dec.rank = _failing_rank(after_ready, engine)
+    _mark_rank_deaths(a, after_ready)
+    if not a.failed:
+        a.phase = "serving" if ready_line else (phase or "unknown")
+        a.phase_source = "markers" if phase else "none"
+        return
+    a.phase, a.phase_source = _failure_phase(a, after_ready, ready_line, marker_tab)
+
+
+def _systemd_failed(sd: SystemdVerdict, ready_line: int) -> bool:
+    """systemd's verdict says the attempt failed; a unit stopped on purpose after it came up (systemctl stop /
+    restart) did not, even if the stop timed out."""
+    if ready_line and sd.get("stopped_by") == "operator":
+        return False
+    if sd.get("result") not in (None, "success") or sd.get("code") in ("killed", "dumped"):
+        return True
+    return (sd.get("code") == "exited" and sd.get("status") not in (None, "0")) or "timeout" in sd or sd.get("oom") == "true"
+
+
+def _kernel_bad(kernel: list[Event]) -> bool:
+    return any(e.name in ("xid", "fallen_off", "oom_kill") and not e.values.get("foreign") for e in kernel)
+
+
+def _fatal_blocks(a: Attempt, fatal_blocks: list[Block], ready_line: int, deaths: list[Event]) -> list[Block]:
+    """The fatal tracebacks that count: after the ready line, a per-request error (a 400 for a too-long prompt)
+    prints a traceback too; the service kept serving if serving evidence (request logs, throughput lines) follows
+    the traceback and no death does."""
+    if not ready_line:
+        return fatal_blocks
+    after_ready = [b for b in fatal_blocks if b.first_line > ready_line]
+    serving_after = [e.line for e in a.events if e.kind == "marker" and e.phase == "serving" and e.line > ready_line]
+    last_serving = max(serving_after, default=0)  # max, not a scan per block (was quadratic)
+    last_death = max((d.line for d in deaths), default=0)
+    return [b for b in after_ready if not last_serving > b.last_line or last_death > b.last_line]
+
+
+def _error_deaths(a: Attempt, err_lines: list[int], ready_line: int) -> list[Event]:
+    """ERROR lines (and bare fatal CUDA/NCCL error lines) outside tracebacks that the service did not go on past
+    (decisive.compute): fatal before the service came up; after it, only when a shutdown follows."""
     if ready_line:
         shut = [r.line for r in a.records if r.transport == SERVICE and _SHUTDOWN.search(r.msg) and r.line > ready_line]
         last_shut = max(shut, default=0)
-        err_fatal = [l for l in err_lines if l > ready_line and last_shut > l]
-    else:
-        err_fatal = err_lines
-    deaths = deaths + [Event(l, "death", "error_line") for l in err_fatal[:1]]
-    # a fatal precursor (a negative KV size) with nothing after it but the end of the window is a death too
-    pre = [Event(ln, "death", "fatal_precursor", text=t, values=v) for ln, t, v in dcs.precursors(a.records)
-           if not any(e.kind == "marker" and e.line > ln and PHASE_INDEX.get(e.phase or "", 0) > PHASE_INDEX["memory_pool"]
-                      for e in a.events)][:1]
-    a.events.extend(pre)
-    deaths = deaths + pre
-    deaths_after = [d for d in deaths if d.line > ready_line] if ready_line else deaths
-    a.hang = hung = serving.hang(a, ready_line) if ready_line else None
-    a.failed = bool(after_ready or deaths_after or sd_fail or (kernel_bad and not ready_line) or hung)
-    if ready_line and not (after_ready or deaths_after or sd_fail or hung):
-        a.failed = False
-    firsts = [b.first_line for b in after_ready] + [d.line for d in deaths_after] + ([hung.first_line] if hung else [])
-    a.fatal_line = min(firsts) if firsts else 0
-    # the failing rank: the rank of the earliest fatal traceback that is not a front-end echo
+        err_lines = [ln for ln in err_lines if ln > ready_line and last_shut > ln]
+    return [Event(ln, "death", "error_line") for ln in err_lines[:1]]
+
+
+def _precursor_deaths(a: Attempt) -> list[Event]:
+    """A fatal precursor (a negative KV size) with nothing after it but the end of the window is a death too."""
+    pool = PHASE_INDEX["memory_pool"]
+    later = [e.line for e in a.events if e.kind == "marker" and PHASE_INDEX.get(e.phase or "", 0) > pool]
+    return [Event(ln, "death", "fatal_precursor", text=t, values=v) for ln, t, v in dcs.precursors(a.records)
+            if not any(line > ln for line in later)][:1]
+
+
+def _failing_rank(after_ready: list[Block], engine: str) -> str | None:
+    """The rank of the earliest fatal traceback that is not a front-end echo."""
     ranked = [b for b in after_ready if b.rank]
     if ranked:
-        a.first_failing_rank = min(ranked, key=lambda b: b.first_line).rank
-    elif after_ready and _proc_is_rank(engine):
+        return min(ranked, key=lambda b: b.first_line).rank
+    if after_ready and _proc_is_rank(engine):
         procs = [b.proc.split("/")[-1] for b in after_ready if b.proc]
-        a.first_failing_rank = procs[0] if procs else None
-    dec.rank = a.first_failing_rank
+        return procs[0] if procs else None
+    return None
+
+
+def _mark_rank_deaths(a: Attempt, after_ready: list[Block]) -> None:
     for v in a.ranks.values():
         mine = [b for b in after_ready if (b.rank or (b.proc or "").split("/")[-1] or "main") == v.rank]
         if mine:
             v.died, v.death_line = True, mine[0].first_line
             fin = mine[0].final
             v.error = f"{fin.exc_type}: {fin.exc_msg}".strip(": ").splitlines()[0] if fin else ""
-    if not a.failed:
-        a.phase = "serving" if ready_line else (phase or "unknown")
-        a.phase_source = "markers" if phase else "none"
-        return
-    # phase at the first fatal line, of the failing rank when it has markers of its own
+
+
+def _failure_phase(a: Attempt, after_ready: list[Block], ready_line: int, marker_tab) -> tuple[str, PhaseSource]:
+    """The phase at the first fatal line, of the failing rank when it has markers of its own; the frames (or the
+    error's wording) decide when the markers say nothing or only guessed the next phase."""
+    if ready_line and a.fatal_line > ready_line:
+        return "serving", "markers"
     at, implied = _phase_at(a, a.fatal_line or a.end_line, a.first_failing_rank, marker_tab)
-    fp = None
-    # fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line)
-    fatal_ids = {id(b) for b in after_ready}   # identity: Block equality compares every record (was quadratic)
+    fp = _frames_phase_of(a, after_ready, ready_line)
+    if at is None or (at == "launch" and fp) or (implied and fp and fp != at):
+        return (fp, "frames") if fp else ("launch" if a.start_seen else "unknown", "none")
+    return at, "markers"
+
+
+def _frames_phase_of(a: Attempt, after_ready: list[Block], ready_line: int) -> str | None:
+    """Fatal tracebacks first; then any traceback fragment (an excerpt cut before its exception line); then the
+    error's wording."""
+    fatal_ids = {id(b) for b in after_ready}  # identity: Block equality compares every record (was quadratic)
     frag = [b for b in a.blocks if id(b) not in fatal_ids and (not ready_line or b.first_line > ready_line)]
     for b in sorted(after_ready, key=lambda b: b.first_line) + frag:
         fp = frames_phase(b)
         if fp:
-            break
-    if fp is None:
-        fp = _error_phase(after_ready, a)
-    if at is None or (at == "launch" and fp) or (implied and fp and fp != at):
-        # markers say nothing, or only guessed the next phase: the frames know where it was
-        a.phase, a.phase_source = (fp, "frames") if fp else ("launch" if a.start_seen else "unknown", "none")
-    else:
-        a.phase, a.phase_source = at, "markers"
-    if ready_line and a.fatal_line > ready_line:
-        a.phase, a.phase_source = "serving", "markers"
+            return fp
+    return _error_phase(after_ready, a)
 
 
 def _error_phase(blocks: list[Block], a: Attempt) -> str | None:
@@ -506,21 +544,12 @@ def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str 
         own = [e for e in evs if e.rank == rank]
         # rank-0-only lines (no rank tag) still move everyone along
         evs = sorted(own + [e for e in evs if e.rank == "main"], key=lambda e: e.line)
-    phase, implied = None, False
+    machine = phases.Tracker()
     for e in evs:
         m = next((m for m in marker_tab if m.name == e.name), None)
-        if m is None:
-            continue
-        if m.edge == "end" and m.then:
-            nxt = m.then
-        elif m.edge == "ready":
-            nxt = "serving"
-        else:
-            nxt = m.phase
-        if phase is None or m.edge in ("end", "ready") or PHASE_INDEX[nxt] >= PHASE_INDEX.get(phase, 0) or m.edge == "begin":
-            if not (m.phase == "launch" and phase is not None):
-                phase, implied = nxt, (m.edge == "end" and bool(m.then)) or m.name in _NESTED_MARKERS
-    return phase, implied
+        if m is not None:
+            machine.feed(m)
+    return machine.phase, machine.implied
 
 
 def _systemd_event(r: Record) -> Event | None:

@@ -322,7 +322,7 @@ def _diagnose(view: list[dict], unit: str, engine: str, history, rules) -> Diagn
         return diagnose_timeline(tl, res, rule_set, classifier=None)
     if history is None or history is False:
         return diagnose_timeline(tl, res, rule_set, classifier=load_default())
-    from logdoctor.crossattempt import diagnose_with_history
+    from logdoctor.api import diagnose_with_history
     from logdoctor.history import History, open_history
     store = open_history(history)
     try:

@@ -7,10 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 FORMATTED=(
-  logdoctor/vocab.py logdoctor/corpus.py
+  logdoctor/vocab.py logdoctor/corpus.py logdoctor/phases.py logdoctor/confidence.py
   logdoctor/engines/__init__.py logdoctor/engines/engine.py logdoctor/engines/spelling.py
   logdoctor/engines/tgi.py logdoctor/engines/trtllm.py logdoctor/engines/lmdeploy.py
-  logdoctor/matching/decide.py logdoctor/matching/docgen.py
+  logdoctor/matching/decide.py logdoctor/matching/verdict.py logdoctor/matching/docgen.py
   tests/test_vocab.py tests/test_leaves.py tests/test_generated.py tests/test_layering.py tests/test_remedy.py
   tests/test_precedence.py
   logdoctor/preflight/__init__.py logdoctor/preflight/budget.py logdoctor/preflight/gpus.py

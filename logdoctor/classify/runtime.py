@@ -30,6 +30,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from logdoctor import confidence as cf
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import Model
 from logdoctor.vocab import CAUSE_TITLES, TIER_NAMES
@@ -139,11 +140,11 @@ class Classifier:
         fixes = list(best.fixes) if best is not None and near else []
         explain = "" if alternative else self._explain(tl, attempt, cause, p, title, best, bool(fixes))
         rule = Rule(id="classifier", cause=cause, title=title, engines=("any",), match={}, tier="generic",
-                    confidence=max(min(p, 0.99), 0.01), explain=explain,
+                    confidence=cf.classifier(p), explain=explain,
                     fixes=fixes, actions=list(best.actions) if best else [],
                     no_flag_change=bool(best.no_flag_change) if best else False, path=self.path)
         hit = Hit(evidence=[] if alternative else _evidence(attempt))
-        return Candidate(rule, hit, score, confidence=round(min(p, 0.99), 2))
+        return Candidate(rule, hit, score, confidence=round(min(p, cf.CLASSIFIER_CEILING), 2))
 
     def _explain(self, tl, attempt, cause, p, title, best, with_fixes: bool) -> str:
         toks = self.model.top_tokens(self.tokens(tl, attempt), cause, n=4)

@@ -23,17 +23,31 @@ causes are reported as alternatives, and when the answer is "unknown". Every num
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from logdoctor.vocab import TIER_NAMES
 
 if TYPE_CHECKING:
-    from logdoctor.atlas.model import AtlasHit
-    from logdoctor.classify.runtime import Classifier
     from logdoctor.matching.loader import Rule
     from logdoctor.matching.rank import Candidate
     from logdoctor.timeline import Attempt, Timeline
+
+
+class Classifier(Protocol):
+    """What `combine` and `verdict.decide` need of the classifier (classify/runtime.Classifier): declared here so
+    this module, the bottom of matching, imports nothing above it."""
+
+    threshold: float
+
+    def synth(
+        self, tl: Any, attempt: Any, cause: str, p: float, rules: Any, score: float, *, alternative: bool = False
+    ) -> Any: ...
+
+    def proba(self, tl: Any, attempt: Any) -> dict[str, float]: ...
+
+    def rerank(self, tl: Any, attempt: Any, cands: Any, *, rules: Any = None, probs: Any = None) -> Any: ...
+
 
 # 0. precedence (docs/rules.md "Precedence"): who may name the cause, most specific first. Rules are reviewed and
 # carry fixes; the atlas reads the engine's own message (its source, its words) but proposes no flag change; the
@@ -125,9 +139,7 @@ def combine(
         if not confident:
             return []
         return [clf.synth(tl, attempt, top_cause, top_p, rules, 0.0)] + [
-            clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True)
-            for c, p in order[1:3]
-            if p >= FILL_IN_ALTERNATIVE_P
+            clf.synth(tl, attempt, c, p, rules, 0.0, alternative=True) for c, p in _fill_in_alternatives(order)
         ]
 
     top = cands[0]
@@ -144,18 +156,7 @@ def combine(
         return list(cands)
 
     if gap < DECISIVE_MARGIN:  # close call
-        contenders: list[str] = []
-        for c in cands:
-            if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
-                contenders.append(c.cause)
-        best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
-        switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
-        win_cause = best if switch else top.cause
-        win = next(c for c in cands if c.cause == win_cause)
-        rest = [c for c in cands if c is not win]
-        reduced = confidence([win] + rest)
-        conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
-        return [replace(win, confidence=round(min(conf, MAX_CONFIDENCE), 2))] + rest
+        return _close_call(cands, probs, p_rule)
 
     # weak rules only
     if knows and confident and top_cause != top.cause and p_rule < DISSENT_P:
@@ -173,6 +174,27 @@ def combine(
 NO_RULE_SENTENCE = "No rule matches this failure exactly."
 
 
+def _fill_in_alternatives(order: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    return [(c, p) for c, p in order[1:3] if p >= FILL_IN_ALTERNATIVE_P]
+
+
+def _close_call(cands: list[Candidate], probs: dict[str, float], p_rule: float) -> list[Candidate]:
+    """Rules of different causes within DECISIVE_MARGIN: the classifier picks among them (3., close call)."""
+    top = cands[0]
+    contenders: list[str] = []
+    for c in cands:
+        if c.score >= top.score - DECISIVE_MARGIN and c.cause not in contenders:
+            contenders.append(c.cause)
+    best = max(contenders, key=lambda c: (probs.get(c, 0.0), c == top.cause))
+    switch = all(c in probs for c in contenders) and probs.get(best, 0.0) - p_rule >= SWITCH_MARGIN
+    win_cause = best if switch else top.cause
+    win = next(c for c in cands if c.cause == win_cause)
+    rest = [c for c in cands if c is not win]
+    reduced = confidence([win] + rest)
+    conf = max(reduced, min(win.rule.confidence, probs.get(win_cause, 0.0)))
+    return [replace(win, confidence=round(min(conf, MAX_CONFIDENCE), 2))] + rest
+
+
 @dataclass(frozen=True)
 class Alternative:
     """A runner-up cause with its confidence, shown beside the verdict."""
@@ -184,83 +206,8 @@ class Alternative:
         return {"cause": self.cause, "confidence": self.confidence}
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What the rules and the classifier decided for one failed attempt."""
-
-    winner: Candidate | None  # None: the cause is unknown
-    confidence: float
-    alternatives: tuple[Alternative, ...] = ()
-    classifier: tuple[tuple[str, float], ...] = ()  # the classifier's top causes (for -v), empty without one
-    ranked: tuple[Candidate, ...] = field(default=(), repr=False)
-    atlas: tuple[int, str, AtlasHit] | None = None  # (line, text, hit): the decisive error's engine message
-
-
-def decide(
-    tl: Timeline,
-    attempt: Attempt,
-    cands: list[Candidate],
-    rule_set: list[Rule],
-    classifier: Classifier | None = None,
-    atlas: bool = True,
-) -> Verdict:
-    """Rule candidates (+ the atlas, + the classifier, if any) -> the winner, its confidence and the alternatives
-    (PRECEDENCE; 4. and 5.)."""
-    placed = atlas_verdict(tl, attempt) if atlas and not cands else None
-    if placed is not None and placed[2].cause != "unknown":
-        win = atlas_candidate(*placed)
-        return Verdict(win, ATLAS_CONFIDENCE, (), (), (win,), atlas=placed)
-    scored = cands
-    shown: tuple[tuple[str, float], ...] = ()
-    if classifier is not None:
-        probs = classifier.proba(tl, attempt)
-        scored = classifier.rerank(tl, attempt, cands, rules=rule_set, probs=probs)
-        shown = tuple((c, round(p, 3)) for c, p in sorted(probs.items(), key=lambda kv: -kv[1])[:CLASSIFIER_SHOWN])
-    conf = confidence(scored)
-    if not scored or conf < MIN_CONFIDENCE:
-        return Verdict(None, 0.0, (), shown, tuple(scored), atlas=placed)
-    win = scored[0]
-    return Verdict(win, conf, tuple(_alternatives(win, scored[1:])), shown, tuple(scored), atlas=placed)
-
-
-def atlas_verdict(tl: Timeline, attempt: Attempt) -> tuple[int, str, AtlasHit] | None:
-    """The atlas tier (5.): the decisive error resolved to the engine's own message (logdoctor/atlas/tier.py)."""
-    from logdoctor.atlas.tier import decisive_hit
-
-    return decisive_hit(attempt, tl.engine if tl.engine != "unknown" else None, tl.engine_version)
-
-
-def atlas_candidate(line: int, text: str, hit: AtlasHit) -> Candidate:
-    """A candidate for the cause the atlas placed: no flag change (the lexicon knows the mechanism, not the lever)."""
-    from logdoctor.matching.conditions import Hit
-    from logdoctor.matching.loader import Rule
-    from logdoctor.matching.rank import Candidate
-    from logdoctor.vocab import CAUSE_TITLES
-
-    title = CAUSE_TITLES.get(hit.cause, hit.cause)
-    quoted = hit.variant.text()
-    explain = (
-        f'No rule matches this failure. The decisive error is the engine\'s own message "{quoted}", '
-        f"{hit.citation()}; its words place it as {hit.cause}: {title}. No flag change is proposed: read the "
-        "check at that line for the argument or component it names."
-    )
-    rule = Rule(
-        id=f"atlas:{hit.entry.id}",
-        cause=hit.cause,
-        title=title,
-        engines=(hit.entry.engine,),
-        match={},
-        tier="specific",
-        confidence=ATLAS_CONFIDENCE,
-        phases=(hit.phase,) if hit.phase != "unknown" else (),
-        explain=explain.replace("{", "{{").replace("}", "}}"),
-        actions=[f"read {hit.variant.module}:{hit.variant.line} ({hit.variant.qualname}) in {hit.version_range()}"],
-        no_flag_change=False,
-    )
-    return Candidate(rule, Hit(evidence=[(line, text)]), 0.0, confidence=ATLAS_CONFIDENCE)
-
-
-def _alternatives(win: Candidate, rest: list[Candidate]) -> list[Alternative]:
+def alternatives(win: Candidate, rest: list[Candidate]) -> list[Alternative]:
+    """The runner-up causes beside the winner, one per cause, each with its reduced confidence."""
     seen: set[str] = set()
     alts = []
     for c in rest:
