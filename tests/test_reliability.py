@@ -552,7 +552,7 @@ def _doc_rows() -> dict[str, tuple[int, list[str], bool]]:
         if not m:
             continue
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", m.group(2))]
-        if len(cells) != 4 or "pending" in cells[1]:
+        if len(cells) != 4 or "pending" in cells[1] or not cells[2].isdigit():   # other tables (fuzz figures)
             continue
         msgs = [x.replace("\\|", "|") for x in re.findall(r"``(.+?)``", cells[1])]
         rows[m.group(1)] = (int(cells[2]), msgs, cells[3].startswith("yes"))

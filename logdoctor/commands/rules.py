@@ -75,6 +75,7 @@ def lint_cmd(directory):
         ids[r.id] = path
         if path.parent.name != r.cause:
             problems.append(f"{path}: rule of cause {r.cause!r} must live under rules/{r.cause}/")
+    problems = list(dict.fromkeys(problems))   # the schema and the loader may name one fault in the same words
     for p in warnings + problems:
         click.echo(p, err=True)
     click.echo(f"{n} rule files, {len(problems)} problems" + (f", {len(warnings)} warnings" if warnings else ""))

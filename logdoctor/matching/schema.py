@@ -31,12 +31,22 @@ def schema_problems(data: dict, path, text: str = "") -> list[str]:
     out = []
     for e in sorted(v.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
         key = next((str(p) for p in reversed(list(e.path)) if isinstance(p, str)), "id")
+        msg = " ".join(e.message.split())
+        extra = re.findall(r"'([^']+)'", msg.split("(", 1)[1]) if e.validator == "additionalProperties" and "(" in msg else []
+        if extra:   # point at the unexpected key itself, and say what it is: a misspelt condition is the usual case
+            key = extra[0]
+            in_match = any(str(p) in ("match", "any", "all", "none", "not") for p in e.path)
+            if in_match:   # the loader's own words for it, so lint and explain say it the same way
+                from logdoctor.matching.loader import COMBINATORS, LEAVES
+
+                msg = f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)"
+            else:
+                msg = f"unknown field {key!r} ({msg})"
         m = None
         for pat in (rf"^[ \t]*-?[ \t]*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"):   # block, flow
             m = m or (re.search(pat, text, re.M) if text else None)
         where = f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
         loc = "/".join(str(p) for p in e.path) or "(top)"
-        msg = " ".join(e.message.split())
         out.append(f"{path}{where}: schema: {loc}: {msg if len(msg) <= 2000 else msg[:2000] + '…'}")
     return out
 
