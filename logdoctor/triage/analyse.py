@@ -13,6 +13,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from logdoctor.attempts import outcome as attempt_outcome
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, ReadResult, Record, Stats
 from logdoctor.triage.signatures import engine_frames, mask, signature
 from logdoctor.vocab import XID_APP
@@ -132,14 +133,7 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
         next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
     ts = next((r.ts for r in a.records if r.ts is not None), None)
     yearless = any(r.fmt in _YEARLESS for r in a.records[:50])
-    if a.failed:
-        outcome = "failed"
-    elif a.ready:
-        outcome = "ready"
-    elif a.systemd.get("stopped_by") or any(e.name == "stopping" for e in a.events if e.kind == "systemd"):
-        outcome = "stopped"
-    else:
-        outcome = "in_progress"
+    outcome = attempt_outcome(a)  # the one explain's attempts[].outcome uses: a ready service then stopped is stopped
     template, frames = "", []
     if a.failed:
         fatal = sorted((b for b in a.blocks if _fatal(b)), key=lambda b: b.first_line)

@@ -51,7 +51,8 @@ def host_suspects(df) -> list[Suspect]:
     a = attempts(df)
     a = a[a["host"].notna()]
     ready_cfg_hosts: dict[str, set] = {}
-    for _, r in a[(a["outcome"] == "ready") & a["config_id"].notna()].iterrows():
+    came_up = (a["outcome"] == "ready") | ((a["outcome"] == "stopped") & (a["phase"] == "serving"))  # stopped once up
+    for _, r in a[came_up & a["config_id"].notna()].iterrows():
         ready_cfg_hosts.setdefault(r["config_id"], set()).add(r["host"])
     out = []
     for host, g in a.groupby("host", sort=True):
