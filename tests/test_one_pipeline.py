@@ -25,8 +25,13 @@ NOT_LOGS = {"label.yaml", "versions.txt", "results.json", "README.md", ".gitattr
 HEALTHY = FIX / "sglang-healthy-llama8b-classic" / "journal.log"
 FAILED = FIX / "sglang-kv_cache_oom-llama70b-a100-classic" / "journal.log"
 # multi-attempt folders (a restart loop, a failure then a fix, an Xid on one host), a healthy one, an app-class Xid
-ARCHIVE_CASES = ("seed-all-attempts", "sglang-port_in_use-http-attempts", "vllm-hardware_fault-attempts",
-                 "sglang-healthy-after-port-retry", "vllm-illegal_memory_access-serving-xid13")
+ARCHIVE_CASES = (
+    "seed-all-attempts",
+    "sglang-port_in_use-http-attempts",
+    "vllm-hardware_fault-attempts",
+    "sglang-healthy-after-port-retry",
+    "vllm-illegal_memory_access-serving-xid13",
+)
 
 
 def _cli(*args: str, ok=(0, 1, 3)) -> subprocess.CompletedProcess:
@@ -46,9 +51,11 @@ def _triage_json(path: Path) -> list[dict]:
 def _stopped_after_ready(tmp_path: Path) -> Path:
     """A healthy service that the operator then stopped (systemd's own stop lines appended)."""
     unit = "sglang-llama.service - SGLang Llama-3.1-8B-Instruct"
-    stop = (f"May 15 01:56:10 h100-inf-21 systemd[1]: Stopping {unit}...\n"
-            "May 15 01:56:12 h100-inf-21 systemd[1]: sglang-llama.service: Deactivated successfully.\n"
-            f"May 15 01:56:12 h100-inf-21 systemd[1]: Stopped {unit}.\n")
+    stop = (
+        f"May 15 01:56:10 h100-inf-21 systemd[1]: Stopping {unit}...\n"
+        "May 15 01:56:12 h100-inf-21 systemd[1]: sglang-llama.service: Deactivated successfully.\n"
+        f"May 15 01:56:12 h100-inf-21 systemd[1]: Stopped {unit}.\n"
+    )
     p = tmp_path / "stopped.log"
     p.write_text(HEALTHY.read_text() + stop)
     return p
@@ -136,7 +143,9 @@ def test_a_generated_archive_agrees_with_explain_member_by_member(tmp_path):
     assert {r["member"] for r in rows} == set(members)
     problems = []
     for name, src in members.items():
-        problems += [f"{name}: {p}" for p in _disagreements(_explain_json(src), [r for r in rows if r["member"] == name])]
+        problems += [
+            f"{name}: {p}" for p in _disagreements(_explain_json(src), [r for r in rows if r["member"] == name])
+        ]
     assert not problems, "\n".join(problems)
 
 
@@ -160,8 +169,17 @@ def test_a_stopped_service_still_counts_as_came_up_for_host_suspects(tmp_path):
     row = df.iloc[0].to_dict()
     fails = []
     for i, cfg in enumerate(("cfg-a", "cfg-b")):
-        fails.append({**row, "host": "h100-inf-01", "outcome": "failed", "phase": "memory_pool", "config_id": cfg,
-                      "attempt": i + 1, "cause": "kv_cache_oom"})
+        fails.append(
+            {
+                **row,
+                "host": "h100-inf-01",
+                "outcome": "failed",
+                "phase": "memory_pool",
+                "config_id": cfg,
+                "attempt": i + 1,
+                "cause": "kv_cache_oom",
+            }
+        )
     frame = pd.concat([df.assign(config_id="cfg-a"), pd.DataFrame(fails)], ignore_index=True)
     suspects = {s.host: s for s in views.host_suspects(frame)}
     assert any("came up on other hosts (h100-inf-99)" in r for r in suspects["h100-inf-01"].reasons)
@@ -197,8 +215,11 @@ def test_zstd_reads_alike(tmp_path):
     assert _disagreements(_explain_json(log), _triage_json(log)) == []
 
 
-@pytest.mark.xfail(strict=True, reason="crossattempt._outcome keeps its own order (ready before stopped); "
-                   "crossattempt.py is being refactored on another branch: make it call attempts.outcome")
+@pytest.mark.xfail(
+    strict=True,
+    reason="crossattempt._outcome keeps its own order (ready before stopped); "
+    "crossattempt.py is being refactored on another branch: make it call attempts.outcome",
+)
 def test_the_history_records_the_outcome_explain_reports(tmp_path):
     log = _stopped_after_ready(tmp_path)
     db = tmp_path / "h.db"

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from logdoctor.attempts import outcome as attempt_outcome
+from logdoctor.engines import each
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, ReadResult, Record, Stats
 from logdoctor.triage.signatures import engine_frames, mask, signature
 from logdoctor.vocab import XID_APP
@@ -24,7 +25,8 @@ COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "atte
 _YEARLESS = ("journal-short", "journal-short-precise", "journal-with-unit")
 _HW = re.compile(r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)")
 _XID_CODE = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
-_ENGINE_UNIT = re.compile(r"sglang|vllm|tgi|text-generation|trtllm|tensorrt|lmdeploy|llm|inference|serve", re.I)
+# a unit named after a registered engine (Engine.unit_words), or after serving a model in general
+_ENGINE_UNIT = re.compile("|".join(map(re.escape, each("unit_words") + ("llm", "inference", "serve"))), re.I)
 
 
 @lru_cache(maxsize=1)
