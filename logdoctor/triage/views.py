@@ -51,7 +51,9 @@ def host_suspects(df) -> list[Suspect]:
     a = attempts(df)
     a = a[a["host"].notna()]
     ready_cfg_hosts: dict[str, set] = {}
-    came_up = (a["outcome"] == "ready") | ((a["outcome"] == "stopped") & (a["phase"] == "serving"))  # stopped once up
+    # an attempt stopped by the operator while serving came up too (attempts.outcome says "stopped", not "ready")
+    stopped_up = (a["outcome"] == "stopped") & (a["phase"] == "serving") if "phase" in a else False
+    came_up = (a["outcome"] == "ready") | stopped_up
     for _, r in a[came_up & a["config_id"].notna()].iterrows():
         ready_cfg_hosts.setdefault(r["config_id"], set()).add(r["host"])
     out = []
