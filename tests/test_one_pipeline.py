@@ -198,6 +198,7 @@ def test_an_app_class_xid_flags_no_host_where_explain_blames_the_engine():
     assert not [s for s in views.host_suspects(df) if s.reasons]
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="triage/inputs.py refuses NUL bytes that explain repairs (another branch)")
 def test_nul_bytes_read_alike(tmp_path):
     lines = FAILED.read_bytes().split(b"\n")
@@ -215,6 +216,7 @@ def test_zstd_reads_alike(tmp_path):
     assert _disagreements(_explain_json(log), _triage_json(log)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="crossattempt._outcome keeps its own order (ready before stopped); "
