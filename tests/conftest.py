@@ -3,8 +3,9 @@
 `pytest -m "not slow"` is the quick run while editing; plain `pytest` (CI) still runs everything. A test is slow
 when it took over 1.0 s in a `--durations` run on the shared 2-core machine, or it spawns many subprocesses, builds
 a wheel, starts a server or a browser. Files that are (almost) all slow carry `pytestmark = pytest.mark.slow`; the
-slow tests of mixed files are named in SLOW below (a name without "[...]" marks every parametrisation). A name in
-SLOW that matches no collected test of its file is reported as a warning: rename it here with the test.
+slow tests of mixed files are named in SLOW below (a name without "[...]" marks every parametrisation), and tests
+that use an expensive module fixture are found by SLOW_FIXTURES. A name in SLOW that matches no collected test of
+its file is reported as a warning: rename it here with the test.
 """
 
 import os as _os
@@ -204,11 +205,23 @@ SLOW: dict[str, frozenset[str]] = {
 }
 
 
+# module-scoped fixtures that cost seconds to build (a classifier fitted, every fixture triaged, a live journal, the
+# preflight replay of every fixture): every test that uses one is slow, whichever of them pays the set-up
+SLOW_FIXTURES: dict[str, frozenset[str]] = {
+    "test_classifier.py": frozenset({"examples", "fitted"}),
+    "test_triage_signatures.py": frozenset({"fixture_rows"}),
+    "test_live_journal.py": frozenset({"live"}),
+    "test_preflight_validate.py": frozenset({"rows"}),
+}
+
+
 @_pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config, items):
     """Mark the tests SLOW names; warn about names that match no collected test of a collected file."""
     seen: dict[str, set[str]] = {}
     for item in items:
+        if SLOW_FIXTURES.get(item.path.name, frozenset()) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(_pytest.mark.slow)
         names = SLOW.get(item.path.name)
         if names is None:
             continue
