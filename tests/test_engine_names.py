@@ -25,7 +25,6 @@ ALLOWED: dict[str, str] = {
     "decisive.py": "package paths (ENGINE_FILE): read Engine.package_dirs (being refactored on another branch)",
     "timeline.py": "compile paths (_COMPILE_FILES) and worker tags (_WORKER_RANK): read Engine.compile_dirs / "
     "worker_processes (being refactored on another branch)",
-    "config.py": "environment prefixes (_ENV): read Engine.env_prefixes",
     "matching/conditions.py": "the `engine` leaf's syntax example in its schema text (matching/* on another branch)",
     "triage/prefilter.py": "attempt boundary wordings (BOUNDARY): derive from engines.config_dump_pattern() "
     "(another branch owns it now)",
