@@ -199,7 +199,9 @@ def test_an_app_class_xid_flags_no_host_where_explain_blames_the_engine():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="triage/inputs.py refuses NUL bytes that explain repairs (another branch)")
+@pytest.mark.xfail(
+    strict=True, reason="triage refuses NUL bytes that explain repairs (triage/runner.py; another branch)"
+)
 def test_nul_bytes_read_alike(tmp_path):
     lines = FAILED.read_bytes().split(b"\n")
     lines[5] = lines[5][:20] + b"\x00\x00" + lines[5][20:]
