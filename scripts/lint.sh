@@ -27,7 +27,7 @@ FORMATTED=(
   logdoctor/history/__init__.py logdoctor/history/store.py logdoctor/history/sqlite.py logdoctor/history/postgres.py
   logdoctor/history/spool.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
   tests/test_history_trust.py tests/test_live_journal.py
-  tests/test_one_pipeline.py tests/test_engine_names.py
+  tests/test_one_pipeline.py tests/test_engine_names.py tests/test_markers.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"
