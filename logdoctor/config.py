@@ -7,12 +7,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from logdoctor import rxcache
-from logdoctor.engines import ENGINES
+from logdoctor.engines import ENGINES, each
 from logdoctor.records import SERVICE, Record
 
 # an engine's launch command (engines/<name>.py launch_pattern)
 _CMD = rxcache.compile("(?:" + "|".join(e.launch_pattern for e in ENGINES.values() if e.launch_pattern) + ")")
-_ENV = rxcache.compile(r"\b(CUDA_VISIBLE_DEVICES|NCCL_[A-Z_]+|SGLANG_[A-Z_]+|VLLM_[A-Z_]+|TORCH_[A-Z_]+|PYTORCH_[A-Z_]+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(\S*)")
+# the environment a log states: CUDA/NCCL/torch, proxies, and each engine's own prefix (Engine.env_prefixes)
+_ENGINE_ENV = "".join(f"{p}[A-Z_]+|" for p in each("env_prefixes"))
+_ENV = rxcache.compile(r"\b(CUDA_VISIBLE_DEVICES|NCCL_[A-Z_]+|" + _ENGINE_ENV +
+                       r"TORCH_[A-Z_]+|PYTORCH_[A-Z_]+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=(\S*)")
 
 
 @dataclass

@@ -1,5 +1,16 @@
+"""Shared fixtures, and the `slow` marker (issue 20 part 4).
+
+`pytest -m "not slow"` is the quick run while editing; plain `pytest` (CI) still runs everything. A test is slow
+when it took over 1.0 s in a `--durations` run on the shared 2-core machine, or it spawns many subprocesses, builds
+a wheel, starts a server or a browser. Files that are (almost) all slow carry `pytestmark = pytest.mark.slow`; the
+slow tests of mixed files are named in SLOW below (a name without "[...]" marks every parametrisation), and tests
+that use an expensive module fixture are found by SLOW_FIXTURES. A name in SLOW that matches no collected test of
+its file is reported as a warning: rename it here with the test.
+"""
+
 import os as _os
 import tempfile as _tempfile
+import warnings as _warnings
 
 import pytest as _pytest
 from journal_export import journal_file  # noqa: F401  (real .journal files from export entries; tests/journal_export.py)
@@ -25,3 +36,200 @@ def history_db(tmp_path, monkeypatch):
     path = tmp_path / "history.db"
     monkeypatch.setenv("LOGDOCTOR_HISTORY", str(path))
     return path
+
+
+SLOW: dict[str, frozenset[str]] = {
+    "test_atlas.py": frozenset(
+        {
+            "test_atlas_cli_bad_file_is_one_line_exit_2",
+            "test_atlas_stats_cli",
+            "test_atlas_verdicts_cite_the_engine_source",
+        }
+    ),
+    "test_catalogues.py": frozenset(
+        {
+            "test_a_bare_cuda_line_the_engine_went_past_is_not_a_failure",
+            "test_a_bare_fatal_cuda_line_is_a_failure",
+            "test_a_bare_nccl_error_line_is_a_distributed_failure",
+            "test_a_non_fatal_cuda_line_is_not",
+            "test_catalogues_load_lazily",
+            "test_error_802_is_a_host_fault_naming_the_fabric_manager",
+            "test_triage_does_not_flag_a_host_for_an_application_xid",
+        }
+    ),
+    "test_classifier.py": frozenset(
+        {
+            "test_classifier_alone_gets_most_fixtures_right",
+            "test_train_command_writes_the_same_bytes_twice",
+            "test_training_is_reproducible",
+        }
+    ),
+    "test_cli.py": frozenset(
+        {
+            "test_every_fixture_json_validates_and_exit_code_matches_label",
+            "test_journal_file_with_unit",
+            "test_unknown_exits_three_and_says_what_to_collect",
+        }
+    ),
+    "test_config_dump.py": frozenset(
+        {
+            "test_any_prefix_parses_to_a_consistent_subset",
+        }
+    ),
+    "test_fix.py": frozenset(
+        {
+            "test_plain_command_line_and_docker_run",
+            "test_refuses_when_nothing_is_flag_shaped[log1-cause is unknown]",
+        }
+    ),
+    "test_fixture_corpus.py": frozenset(
+        {
+            "test_docs_catalogue_is_current",
+            "test_every_cause_and_engine_is_covered",
+            "test_generator_reproduces_committed_files",
+            "test_ids_unique_and_match_folders",
+        }
+    ),
+    "test_levers.py": frozenset(
+        {
+            "test_step_never_repeats_and_respects_bounds_and_direction",
+        }
+    ),
+    "test_live_journal.py": frozenset(
+        {
+            "test_explain_reads_the_live_journal",
+        }
+    ),
+    "test_no_unsafe_patterns.py": frozenset(
+        {
+            "test_repository_has_no_unsafe_patterns",
+        }
+    ),
+    "test_outputs.py": frozenset(
+        {
+            "test_out_dev_stdout_and_dash_are_streams",
+            "test_rule_cache_stat_note_ignores_planted_links_and_foreign_notes",
+            "test_triage_out_to_a_null_device_keeps_the_node",
+        }
+    ),
+    "test_preflight.py": frozenset(
+        {
+            "test_a_unit_is_checked_with_its_drop_ins_in_force",
+            "test_bad_input_is_one_line_and_exit_2[argv4-not readable nvidia-smi XML]",
+            "test_bad_input_is_one_line_and_exit_2[argv5-no model config]",
+            "test_draft_model_adds_its_weights_and_kv",
+            "test_history_hardware_fault_on_this_host_is_no_go",
+            "test_json_validates_against_the_schema",
+            "test_live_nvml_reads_memory_and_counters",
+            "test_old_vllm_captures_graphs_outside_the_utilization",
+            "test_sglang_static_fraction_sized_from_the_shortfall",
+            "test_sliding_window_model_splits_sglang_pool_into_full_and_window_tokens",
+            "test_value_tried_on_this_host_is_never_proposed",
+            "test_vllm_healthy_start_is_go_and_text_shows_derivations",
+            "test_vllm_hybrid_json_has_linear_state",
+            "test_vllm_weights_that_do_not_fit_are_weights_oom",
+        }
+    ),
+    "test_preflight_validate.py": frozenset(
+        {
+            "test_catalogue_covers_the_cases",
+        }
+    ),
+    "test_reliability.py": frozenset(
+        {
+            "test_row_10m_short_lines",
+            "test_row_endless_binary",
+            "test_row_gz_truncated",
+            "test_row_gzip_bomb",
+            "test_row_gzip_bomb_line",
+            "test_row_history_locked",
+            "test_row_history_read_only",
+            "test_row_invalid_utf8",
+            "test_row_line_1_5mb_mid_journal",
+            "test_row_line_50mb",
+            "test_row_mixed_crlf",
+            "test_row_nul_many",
+            "test_row_nul_one",
+            "test_row_unit_no_execstart",
+            "test_row_unknown_language",
+            "test_row_utf16_be_bom",
+            "test_row_utf16_bom",
+            "test_row_utf8_bom",
+            "test_truncated_xz_bz2_keep_what_was_read",
+        }
+    ),
+    "test_rules.py": frozenset(
+        {
+            "test_rules_test_passes",
+        }
+    ),
+    "test_startup_cache.py": frozenset(
+        {
+            "test_lazy_family_patterns_and_frame_sets_answer_like_the_regexes",
+            "test_prefilter_is_sound_on_every_rule_regex_and_fixture_line",
+        }
+    ),
+    "test_stream.py": frozenset(
+        {
+            "test_cli_streams_a_big_file",
+            "test_cli_streams_a_big_pipe",
+            "test_long_serving_stretch_is_bounded_and_verdict_unchanged",
+            "test_routine_lines_of_no_engine_are_bounded",
+        }
+    ),
+    "test_triage_scanner.py": frozenset(
+        {
+            "test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt",
+            "test_fixture_logs_scan_alike",
+        }
+    ),
+    "test_triage_signatures.py": frozenset(
+        {
+            "test_one_crash_is_not_split",
+            "test_prefilter_never_hides_a_failure",
+            "test_reduced_parse_of_a_big_attempt_matches_the_full_one",
+        }
+    ),
+    "test_unseen_shapes.py": frozenset(
+        {
+            "test_confidence_at_0_8_is_right_95_percent_on_unseen_variant_groups",
+            "test_cut_traceback_is_a_failure_with_window_cut[rt10-a10-cut-traceback]",
+            "test_engine_defect_is_named_not_forced_into_memory",
+            "test_restart_and_foreign_line_perturbations_keep_every_failure",
+            "test_restart_in_progress_json_names_attempts_and_note",
+            "test_restart_loop_attempts_are_counted_from_their_first_start_line",
+            "test_unseen_shape_verdict_matches_label[rt10-a26-engine-defect]",
+            "test_unseen_shape_verdict_matches_label[rt10-a27-engine-defect]",
+        }
+    ),
+}
+
+
+# module-scoped fixtures that cost seconds to build (a classifier fitted, every fixture triaged, a live journal, the
+# preflight replay of every fixture): every test that uses one is slow, whichever of them pays the set-up
+SLOW_FIXTURES: dict[str, frozenset[str]] = {
+    "test_classifier.py": frozenset({"examples", "fitted"}),
+    "test_triage_signatures.py": frozenset({"fixture_rows"}),
+    "test_live_journal.py": frozenset({"live"}),
+    "test_preflight_validate.py": frozenset({"rows"}),
+}
+
+
+@_pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests SLOW names; warn about names that match no collected test of a collected file."""
+    seen: dict[str, set[str]] = {}
+    for item in items:
+        if SLOW_FIXTURES.get(item.path.name, frozenset()) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(_pytest.mark.slow)
+        names = SLOW.get(item.path.name)
+        if names is None:
+            continue
+        hit = seen.setdefault(item.path.name, set())
+        for name in (item.name, item.name.split("[", 1)[0]):
+            if name in names:
+                item.add_marker(_pytest.mark.slow)
+                hit.add(name)
+    for file, hit in seen.items():
+        for name in sorted(SLOW[file] - hit):
+            _warnings.warn(f"tests/conftest.py SLOW names {file}::{name}, which was not collected", stacklevel=1)

@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from logdoctor.history import MIGRATIONS, SCHEMA_VERSION, AttemptRow, History, default_path
+
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals"

@@ -17,6 +17,8 @@ from pgserver import PgCluster, why_no_server
 
 from logdoctor.history import AttemptRow, History
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals"
 CLI = [sys.executable, "-m", "logdoctor"]

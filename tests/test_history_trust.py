@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 LOG = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"
 DOC = ROOT / "docs" / "reliability.md"

@@ -18,6 +18,8 @@ from journal_export import journal_remote, make_journal
 
 import logdoctor
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals"
 UNIT = "sglang-qwen.service"

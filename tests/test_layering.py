@@ -7,6 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 PKG = Path(__file__).resolve().parents[1] / "logdoctor"
 
 LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that names it

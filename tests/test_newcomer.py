@@ -12,6 +12,8 @@ import pytest
 import logdoctor
 from logdoctor.errors import InputError
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FX = ROOT / "fixtures" / "journals"
 SGLANG = FX / "sglang-kv_cache_oom-qwen3-32b-l40s-attempts" / "journal.log"

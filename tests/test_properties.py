@@ -1,11 +1,14 @@
 """Property tests: the parse layer never raises, accounts for every line, and reassembles interleaved ranks."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logdoctor.blocks import assemble
 from logdoctor.read import read_bytes, read_lines
+
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 
 
 @settings(max_examples=300, deadline=None)

@@ -16,6 +16,8 @@ from logdoctor import crossattempt, timeline
 from logdoctor.classify import features
 from logdoctor.matching.schema import backtracking_risk
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 SKIP_MODULES = ("__main__", "classify.train", "evaluation")   # training code runs offline, never on a log line
 
 

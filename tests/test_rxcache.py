@@ -11,6 +11,8 @@ import pytest
 
 from logdoctor import rxcache
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from checks import history_attempts
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"
 OTHER = ROOT / "fixtures" / "journals" / "seed-attempt2-capture-unsafe" / "journal.log"

@@ -28,6 +28,8 @@ from logdoctor.triage import (  # noqa: E402
     views,  # noqa: E402
 )
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "journals"
 EXPORT = FIX / "formats" / "export" / "sglang-tp2-graph-capture.export"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 

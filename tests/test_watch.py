@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 KV_LOG = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"
 UNIT = "sglang-qwen.service"
 
-pytestmark = pytest.mark.skipif(journal_remote() is None, reason="systemd-journal-remote is not installed")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(journal_remote() is None, reason="systemd-journal-remote is not installed"),
+]
 
 # appends the entries of an export file to a journal file in batches (journal-remote appends to an existing file);
 # after the last batch it waits `tail_wait` seconds and appends the tail batch (a restart that watch must not wait for)

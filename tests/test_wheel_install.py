@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
+
 ROOT = Path(__file__).resolve().parent.parent
 N_RULES = len(list((ROOT / "rules").rglob("*.yaml")))
 CASE = ROOT / "fixtures" / "journals" / "sglang-kv_cache_oom-qwen3-32b-l40s-attempts"

@@ -22,3 +22,14 @@ ENGINES: MappingProxyType[str, Engine] = MappingProxyType(
     }
 )
 ENGINE_NAMES: tuple[str, ...] = tuple(ENGINES)
+
+
+def each(field: str) -> tuple[str, ...]:
+    """One tuple field of every registered engine, flattened in registry order (duplicates dropped): how a stage
+    that serves all engines (triage's unit split, the signature frames, a byte prefilter) reads the registry."""
+    return tuple(dict.fromkeys(v for e in ENGINES.values() for v in getattr(e, field)))
+
+
+def config_dump_pattern() -> str:
+    """One regex (on a message) for the line that opens an attempt, over every engine's `config_dump`."""
+    return "|".join(each("config_dump"))

@@ -31,7 +31,20 @@ class Engine:
     `config_complete`: its config dump lists every field, so an absent lever has its default.
     `proc_is_rank`: its process tags stand for ranks where no rank prefix says which rank wrote a line.
     `unknown_fallback`: its markers are tried when the engine cannot be told.
-    `lever_sides`: canonical lever -> how this engine spells it (levers.py reads them)."""
+    `lever_sides`: canonical lever -> how this engine spells it (levers.py reads them).
+
+    Knowledge below the names (issue 20; like ruff's codes.rs, nothing outside engines/ should name an engine):
+    `package_dirs`: its Python package folders as they appear in traceback paths (frames that are the engine's own).
+    `compile_dirs`: its torch.compile backend inside the package (a failure there is a graph-capture failure).
+    `process_names`: regexes of the process names it runs under (the kernel's comm in Xid / oom-kill lines, at most
+    15 characters, and the process titles it sets), so a kernel line can be attributed to it.
+    `front_end_processes`: regexes of process tags that only echo a worker's error (never the failing rank).
+    `worker_processes`: regexes of process tags that are worker ranks.
+    `unit_words`: words in a systemd unit name that say the unit runs this engine.
+    `config_dump`: regexes, on a message, of the line that opens an attempt (its config dump or version banner).
+    `config_dump_words`: literal words every such line contains (byte prefilters look for them; a word ending in
+    "=" also appears as a keyword argument in traceback lines, which is not a dump).
+    `env_prefixes`: prefixes of its own environment variables (config reads them from the log)."""
 
     name: str
     title: str
@@ -56,6 +69,15 @@ class Engine:
     proc_is_rank: bool = False  # its process tags (EngineCore_DP0, Worker_TP1) stand for ranks
     unknown_fallback: bool = False
     lever_sides: Mapping[str, Side] = field(default_factory=lambda: MappingProxyType({}))
+    package_dirs: tuple[str, ...] = ()
+    compile_dirs: tuple[str, ...] = ()
+    process_names: tuple[str, ...] = ()
+    front_end_processes: tuple[str, ...] = ()
+    worker_processes: tuple[str, ...] = ()
+    unit_words: tuple[str, ...] = ()
+    config_dump: tuple[str, ...] = ()
+    config_dump_words: tuple[str, ...] = ()
+    env_prefixes: tuple[str, ...] = ()
 
     def version_in(self, msg: str) -> str | None:
         """The version this line states, if it is this engine's version line."""

@@ -22,4 +22,7 @@ ENGINE = Engine(
     banner_names=("lmdeploy",),
     launch_pattern=r"lmdeploy serve",
     command_words=("lmdeploy",),
+    package_dirs=("lmdeploy",),
+    process_names=("lmdeploy",),
+    unit_words=("lmdeploy",),
 )

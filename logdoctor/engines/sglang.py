@@ -232,4 +232,7 @@ ENGINE = Engine(
     command_line=True,
     flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
     unknown_fallback=True, lever_sides=LEVER_SIDES,
+    package_dirs=("sglang",), compile_dirs=("sglang/srt/compilation",),
+    process_names=("sglang", r"[Ss]chedul", r"[Dd]etoken", r"[Tt]okenizer"), unit_words=("sglang",),
+    config_dump=(r"^server_args=",), config_dump_words=("server_args=",), env_prefixes=("SGLANG_",),
 )

@@ -37,4 +37,7 @@ ENGINE = Engine(
     banner_names=("text-generation-inference",),
     launch_pattern=r"text-generation-launcher",
     command_words=("text-generation-launcher",),
+    package_dirs=("text_generation_server",),
+    process_names=("text-generation",),
+    unit_words=("tgi", "text-generation"),
 )

@@ -27,4 +27,7 @@ ENGINE = Engine(
     banner_names=("tensorrt_llm",),
     launch_pattern=r"trtllm-serve",
     command_words=("trtllm",),
+    package_dirs=("tensorrt_llm",),
+    process_names=("trtllm",),
+    unit_words=("trtllm", "tensorrt"),
 )

@@ -187,4 +187,9 @@ ENGINE = Engine(
     launch_pattern=r"vllm\.entrypoints|(?:^|\s|/)vllm serve\s", command_words=("vllm",), command_line=True,
     flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
     no_flags_negate=True, config_complete=True, proc_is_rank=True, unknown_fallback=True, lever_sides=LEVER_SIDES,
+    package_dirs=("vllm",), compile_dirs=("vllm/compilation",),
+    process_names=("vllm", "EngineCore", "Worker"), front_end_processes=(r"APIServer\w*", r"EngineCore\w*", r"LLMEngine\w*"),
+    worker_processes=(r"Worker_", r"VllmWorker"), unit_words=("vllm",),
+    config_dump=(r"non-default args:", r"^vLLM (?:server|API server) version"),
+    config_dump_words=("non-default args:", "vLLM "), env_prefixes=("VLLM_",),
 )

@@ -13,6 +13,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from logdoctor.attempts import outcome as attempt_outcome
+from logdoctor.engines import each
 from logdoctor.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, kernel_sourced
 from logdoctor.triage.signatures import engine_frames, mask, signature
 from logdoctor.vocab import XID_APP
@@ -23,7 +25,8 @@ COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "atte
 _YEARLESS = ("journal-short", "journal-short-precise", "journal-with-unit")
 _HW = re.compile(r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)")
 _XID_CODE = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
-_ENGINE_UNIT = re.compile(r"sglang|vllm|tgi|text-generation|trtllm|tensorrt|lmdeploy|llm|inference|serve", re.I)
+# a unit named after a registered engine (Engine.unit_words), or after serving a model in general
+_ENGINE_UNIT = re.compile("|".join(map(re.escape, each("unit_words") + ("llm", "inference", "serve"))), re.I)
 
 
 @lru_cache(maxsize=1)
@@ -132,14 +135,7 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
         next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
     ts = next((r.ts for r in a.records if r.ts is not None), None)
     yearless = any(r.fmt in _YEARLESS for r in a.records[:50])
-    if a.failed:
-        outcome = "failed"
-    elif a.ready:
-        outcome = "ready"
-    elif a.systemd.get("stopped_by") or any(e.name == "stopping" for e in a.events if e.kind == "systemd"):
-        outcome = "stopped"
-    else:
-        outcome = "in_progress"
+    outcome = attempt_outcome(a)  # the one explain's attempts[].outcome uses: a ready service then stopped is stopped
     template, frames = "", []
     if a.failed:
         fatal = sorted((b for b in a.blocks if _fatal(b)), key=lambda b: b.first_line)

@@ -12,7 +12,13 @@ it sees in `diagnose`. Candidates are rare (about one per attempt), so the cost 
 """
 from __future__ import annotations
 
+from logdoctor.engines import each
+
 SAMPLE_LINES = 20
+# the literal words of every engine's config dump (Engine.config_dump_words); one ending in "=" is also a keyword
+# argument in traceback lines, so it needs the look-behind check below
+_WORDS = tuple(w.encode() for w in each("config_dump_words") if not w.endswith("="))
+_KWARGS = tuple(w.encode() for w in each("config_dump_words") if w.endswith("="))
 _ARG_BEFORE = frozenset(b"_(,=.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
@@ -37,12 +43,13 @@ class BoundaryCheck:
 
 def _maybe(line: bytes) -> bool:
     """Cheap reject: a message can start with server_args= only after a prefix; after a name, "(", ",", "=" or "."
-    it is a call's argument (the vLLM markers have no such look-alike)."""
-    if b"non-default args:" in line or b"vLLM " in line:
+    it is a call's argument (the other engines' dump words have no such look-alike)."""
+    if any(w in line for w in _WORDS):
         return True
-    i = line.find(b"server_args=")
-    while i >= 0:
-        if i == 0 or line[i - 1] not in _ARG_BEFORE:
-            return True
-        i = line.find(b"server_args=", i + 1)
+    for word in _KWARGS:
+        i = line.find(word)
+        while i >= 0:
+            if i == 0 or line[i - 1] not in _ARG_BEFORE:
+                return True
+            i = line.find(word, i + 1)
     return False

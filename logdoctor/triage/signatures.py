@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from logdoctor.engines import each
+
 # order matters: the wider shapes first, so a path's digits are not masked one by one
 _MASKS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p), r) for p, r in (
     (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
@@ -28,8 +30,9 @@ _MASKS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p), r) for p, r i
     (r"'[^']{40,}'", "'<text>'"),
     (r"\s+", " "),
 ))
-ENGINE_DIRS = ("sglang/", "vllm/", "text_generation_server/", "tensorrt_llm/", "lmdeploy/", "flashinfer/",
-               "deep_ep/", "torch/")
+# kernel libraries the engines call into: their frames say where a crash happened as much as the engine's own
+KERNEL_DIRS = ("flashinfer/", "deep_ep/", "torch/")
+ENGINE_DIRS = tuple(f"{d}/" for d in each("package_dirs")) + KERNEL_DIRS
 TOP_FRAMES = 3
 
 

@@ -170,7 +170,10 @@ def host_suspects(df) -> list[Suspect]:
     a = attempts(df)
     a = a[a["host"].notna() & (a["host"].astype(str).str.strip() != "")]
     ready_cfg_hosts: dict[str, set] = {}
-    for _, r in a[(a["outcome"] == "ready") & a["config_id"].notna()].iterrows():
+    # an attempt stopped by the operator while serving came up too (attempts.outcome says "stopped", not "ready")
+    stopped_up = (a["outcome"] == "stopped") & (a["phase"] == "serving") if "phase" in a else False
+    came_up = (a["outcome"] == "ready") | stopped_up
+    for _, r in a[came_up & a["config_id"].notna()].iterrows():
         ready_cfg_hosts.setdefault(r["config_id"], set()).add(r["host"])
     out = []
     for host, g in a.groupby("host", sort=True):

@@ -1,0 +1,106 @@
+"""No engine is named outside `logdoctor/engines/` (issue 20: the `Engine` record is complete, as ruff's codes.rs
+is): a string literal in any other module that names sglang, vllm, tgi, text-generation, lmdeploy, tensorrt or
+trtllm is engine knowledge in the wrong place. Docstrings and comments may name engines; literals may not.
+
+ALLOWED lists the modules that still do, each with why; it may only shrink: an entry whose file no longer names an
+engine fails too, so whoever moves the last literal out also deletes the line."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from logdoctor.engines import ENGINES, config_dump_pattern
+
+PKG = Path(__file__).resolve().parent.parent / "logdoctor"
+NAMES = re.compile(r"sglang|vllm|(?<![a-z])tgi(?![a-z])|text[-_]generation|lmdeploy|tensorrt|trtllm", re.I)
+
+# module (relative to logdoctor/) -> why it still names an engine; shrink this list as the literals move to engines/
+ALLOWED: dict[str, str] = {
+    "attempts.py": "process names (_ENGINE_COMM) and config-dump wording (_CONFIG): read Engine.process_names and "
+    "engines.config_dump_pattern() (attempts.py is being refactored on another branch)",
+    "decisive.py": "package paths (ENGINE_FILE): read Engine.package_dirs (being refactored on another branch)",
+    "timeline.py": "compile paths (_COMPILE_FILES) and worker tags (_WORKER_RANK): read Engine.compile_dirs / "
+    "worker_processes (being refactored on another branch)",
+    "matching/conditions.py": "the `engine` leaf's syntax example in its schema text (matching/* on another branch)",
+    "triage/prefilter.py": "attempt boundary wordings (BOUNDARY): derive from engines.config_dump_pattern() "
+    "(another branch owns it now)",
+    "entry.py": "the fast path's own --engine choice list: derive from engines.ENGINE_NAMES",
+    "levers.py": "notes on levers that name the engine whose flag it is; move them onto the engine's LEVER_SIDES",
+    "serving.py": "advice text naming one engine's watchdog flag; belongs on that engine's record",
+    "formats/wrappers.py": "TensorRT-LLM's own line prefix in the known-prefix table; engines/prefixes.py is its home",
+    "atlas/phases.py": "the atlas's source-file to phase table, per engine's source tree (atlas data, mined per engine)",
+    "commands/atlas.py": "--engine choices of the atlas commands (the atlas covers two engines; commands/* elsewhere)",
+    "commands/fix.py": "an example unit name in the command's help text (commands/* on another branch)",
+    "commands/preflight.py": "preflight's --engine choice (the preflight memory model covers two engines)",
+    "preflight/budget.py": "preflight's per-engine memory budget: flag names and overheads per engine",
+    "preflight/overheads.py": "preflight's per-engine overhead table",
+    "preflight/inputs.py": "preflight's engine choice and flag names",
+}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the Constant nodes that are docstrings (module, class, function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def named_engines(path: Path) -> list[tuple[int, str]]:
+    """(line, literal) for each string or bytes literal in the module that names an engine."""
+    tree = ast.parse(path.read_text(), str(path))
+    docs = _docstrings(tree)
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and id(node) not in docs and isinstance(node.value, (str, bytes)):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            if NAMES.search(text):
+                hits.append((node.lineno, text[:80]))
+    return hits
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        p.relative_to(PKG).as_posix(): p for p in sorted(PKG.rglob("*.py")) if p.relative_to(PKG).parts[0] != "engines"
+    }
+
+
+def test_no_engine_name_outside_engines():
+    found = {rel: hits for rel, p in _modules().items() if (hits := named_engines(p))}
+    new = {rel: hits[:3] for rel, hits in found.items() if rel not in ALLOWED}
+    assert not new, f"engine names as literals outside logdoctor/engines/ (put them on the Engine record): {new}"
+    stale = sorted(set(ALLOWED) - set(found))
+    assert not stale, f"these modules name no engine any more: delete their ALLOWED entries: {stale}"
+
+
+def test_the_check_sees_a_literal_and_skips_a_docstring(tmp_path):
+    mod = tmp_path / "m.py"
+    mod.write_text('"""Reads vLLM logs."""\nX = 1  # sglang\nY = b"non-default"\nZ = f"{X} TensorRT"\n')
+    assert [t for _, t in named_engines(mod)] == [" TensorRT"]
+
+
+@pytest.mark.parametrize("name", list(ENGINES))
+def test_every_engine_declares_where_its_code_and_processes_are(name):
+    """The fields the stages outside engines/ read instead of naming an engine."""
+    e = ENGINES[name]
+    assert e.package_dirs and all("/" not in d.strip("/") or d.count("/") < 3 for d in e.package_dirs)
+    assert e.process_names and e.unit_words
+    for rx in e.process_names + e.front_end_processes + e.worker_processes + e.config_dump:
+        re.compile(rx)
+    for word in e.config_dump_words:  # each literal word is in one of its dump patterns
+        assert any(word.rstrip("=: ") in rx for rx in e.config_dump), (name, word)
+
+
+def test_the_attempt_boundary_is_the_registrys():
+    """attempts.split cuts where an engine's config dump starts; until attempts.py reads the registry, the two
+    patterns must stay equal (the triage boundary check reads attempts._CONFIG)."""
+    from logdoctor.attempts import _CONFIG
+
+    assert _CONFIG.pattern == config_dump_pattern()
