@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logdoctor import confidence as cf
+from logdoctor.attempts import outcome as attempt_outcome
 from logdoctor.diagnosis import Amendment, Diagnosis
 from logdoctor.history import AttemptRow
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD
@@ -160,14 +161,6 @@ def signature(a: Attempt) -> str | None:
     return hashlib.sha1(text.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()[:12]
 
 
-def _outcome(a: Attempt, last: bool) -> str:
-    if a.failed:
-        return "failed"
-    if a.ready:
-        return "ready"
-    return "in_progress" if last else "stopped"
-
-
 def _config(a: Attempt) -> dict:
     return {k: v for k, v in a.config.levers.items() if isinstance(v, (int, float, str, bool))}
 
@@ -193,7 +186,7 @@ def rows_for(tl: Timeline, d: Diagnosis, *, unit: str | None = None, host: str |
             key=attempt_key(h, u, a), host=h, unit=u, engine=tl.engine, engine_version=tl.engine_version,
             model=str(a.config.raw.get("model_path") or a.config.raw.get("model") or "") or None,
             started=ts.isoformat() if ts else None, config=_config(a), phase=d.phase if last else a.phase,
-            outcome=_outcome(a, i == len(tl.attempts) - 1), cause=(d.cause if last else cause) if a.failed else None,
+            outcome=attempt_outcome(a), cause=(d.cause if last else cause) if a.failed else None,
             signature=signature(a) if a.failed else None, fix=fix, rule=d.rule if last else None,
             origin=d.origin or None))
     return rows
