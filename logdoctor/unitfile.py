@@ -103,23 +103,9 @@ _SHORT = {"graphs_off": "nograph", "piecewise_graph_off": "nopiecewise", "mem_fr
 def read_bounded(path: str | os.PathLike[str]) -> bytes:
     """A unit file's bytes: a regular file only (a FIFO or a device is refused at once, never waited on or read
     without end), at most MAX_BYTES. InputError (exit 2) with one line otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    with open(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            what = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else \
-                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
-            raise InputError(f"{path} is {what}, not a unit file or command line")
-        try:
-            data = fh.read(MAX_BYTES + 1)
-        except OSError as e:
-            raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    if len(data) > MAX_BYTES:
-        raise InputError(f"{path} is larger than {MAX_BYTES >> 20} MiB: not a unit file or command line")
-    return data
+    from logdoctor.sources.guard import read_regular
+
+    return read_regular(path, MAX_BYTES, "a unit file or command line")
 
 
 def decode(raw: bytes, name: str) -> str:

@@ -734,3 +734,20 @@ def test_a_unit_is_checked_with_its_drop_ins_in_force(tmp_path):
     )
     after = js(pf(unit, *argv, "--format", "json"))
     assert after["budget"]["per_gpu"]["mem_fraction_static"] == 0.8
+
+
+@pytest.mark.parametrize("what", ["kernel", "xml", "config"])
+def test_a_fifo_named_as_an_input_is_refused_at_once(tmp_path, what):
+    """--kernel-log, --nvidia-smi-xml and --model-config name files: a FIFO there is refused in one line (exit 2),
+    never waited on (found trying preflight as an attacker would: --kernel-log FIFO hung)."""
+    import os
+
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    opts = {
+        "kernel": ["--kernel-log", fifo, "--model-config", MODELS / "Qwen3-8B", "--gpu-memory", H100, "--gpus", 1],
+        "xml": ["--nvidia-smi-xml", fifo, "--model-config", MODELS / "Qwen3-8B", "--no-kernel-log"],
+        "config": ["--model-config", fifo, "--gpu-memory", H100, "--gpus", 1, "--no-kernel-log"],
+    }[what]
+    p = pf(*opts, "--", *SGLANG)
+    assert p.returncode == 2 and "FIFO" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -106,11 +106,14 @@ def from_xml(path: str) -> GPUSet:
     """`nvidia-smi -q -x` output. Missing counters (a card without ECC, an older driver) stay None."""
     import xml.etree.ElementTree as ET  # noqa: S405 - a local file the operator names, parsed without entities
 
+    from logdoctor.sources.guard import read_regular
+
     try:
-        root = ET.parse(path).getroot()  # noqa: S314
-    except FileNotFoundError:
-        raise InputError(f"--nvidia-smi-xml {path}: no such file") from None
-    except (OSError, ET.ParseError) as e:
+        data = read_regular(path, 64 << 20, "nvidia-smi XML")  # a FIFO or a device is refused, never waited on
+        root = ET.fromstring(data)  # noqa: S314 - expat's amplification limit refuses entity bombs (reliability.md)
+    except InputError as e:
+        raise InputError(f"--nvidia-smi-xml {e}") from None
+    except ET.ParseError as e:
         raise InputError(f"--nvidia-smi-xml {path}: not readable nvidia-smi XML ({e})") from None
     gpus = []
     for i, g in enumerate(root.findall("gpu")):

@@ -39,14 +39,18 @@ def _norm_bus(bus: str | None) -> str:
     return bus.lower()
 
 
+KERNEL_LOG_CAP = 256 << 20  # a kernel log named with --kernel-log is read whole, up to this
+
+
 def read_kernel_log(path: str | None) -> tuple[list[str], str]:
     """The kernel log: a file (--kernel-log), else `journalctl -k` of this host; ([], why) when unavailable."""
     if path:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read().splitlines(), path
-        except OSError as e:
-            raise InputError(f"--kernel-log {path}: {e.strerror or e}") from None
+            from logdoctor.sources.guard import read_regular
+
+            return read_regular(path, KERNEL_LOG_CAP, "a kernel log").decode("utf-8", "replace").splitlines(), path
+        except InputError as e:
+            raise InputError(f"--kernel-log {e}") from None
     exe = shutil.which("journalctl")
     if not exe:
         return [], ""

@@ -282,8 +282,12 @@ def load(path: str | Path) -> tuple[ModelSpec, dict]:
     """Read a model directory (config.json + checkpoint sizes) or a config.json file."""
     p = Path(path)
     cfg_path = p / "config.json" if p.is_dir() else p
+    if not cfg_path.exists():
+        raise InputError(f"no model config at {cfg_path}")
     try:
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        from logdoctor.sources.guard import read_regular
+
+        cfg = json.loads(read_regular(cfg_path, 64 << 20, "a model config.json").decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"no model config at {cfg_path}") from None
     except (OSError, UnicodeDecodeError) as e:
