@@ -25,7 +25,7 @@ FORMATTED=(
   logdoctor/atlas/phases.py logdoctor/atlas/causes.py logdoctor/atlas/tier.py logdoctor/commands/atlas.py
   tools/atlas/build.py tools/atlas/coverage.py tests/test_atlas.py
   logdoctor/history/__init__.py logdoctor/history/store.py logdoctor/history/sqlite.py logdoctor/history/postgres.py
-  logdoctor/history/spool.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
+  logdoctor/history/spool.py logdoctor/history/factory.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
   tests/test_history_trust.py tests/test_live_journal.py
   logdoctor/commands/docs.py logdoctor/triage/cluster.py tools/make_man.py
   tests/test_docs_cmd.py tests/test_install_doc.py tests/test_calibration_bins.py tests/test_text_fit.py

@@ -4,7 +4,7 @@ unit's whole history.
 
 `History(spec)` opens the store a spec names: a file path → SQLite (sqlite.py, the embedded default), a
 ``postgresql://`` URL → PostgreSQL (postgres.py, shared by a fleet, with a local spool when the server cannot be
-reached). Both run the same statements and migrations (the SQL here is written once, with ``?`` placeholders), so
+reached); factory.py makes that choice, so that this interface depends on no backend. Both run the same statements and migrations (the SQL here is written once, with ``?`` placeholders), so
 the reasoning code never knows which one it has.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,17 @@ def _sql(base: str, where: list[str]) -> str:
     return base + (" WHERE " + " AND ".join(where) if where else "")
 
 
+# Which backend `History(spec)` opens: chosen by history/factory.py, which the package's __init__ imports and which
+# installs itself here. The interface below names no backend; the backends (sqlite.py, postgres.py) import only it.
+_backend_for: Callable[[str | os.PathLike[str]], type[History]] | None = None
+
+
+def install_backends(choose: Callable[[str | os.PathLike[str]], type[History]]) -> None:
+    """Called once by history/factory.py: `choose(spec)` is the History subclass that opens `spec`."""
+    global _backend_for  # noqa: PLW0603 - the one registration point of the backends
+    _backend_for = choose
+
+
 class History:
     """An open attempt store; use as a context manager or call close().
 
@@ -259,15 +270,9 @@ class History:
     def __new__(cls, spec: str | os.PathLike[str] | None = None, **kw: Any) -> History:
         if cls is not History:
             return super().__new__(cls)
-        if spec is None:
-            spec = default_spec()
-        if is_url(spec):
-            from logdoctor.history.postgres import PostgresStore
-
-            return super().__new__(PostgresStore)
-        from logdoctor.history.sqlite import SQLiteStore
-
-        return super().__new__(SQLiteStore)
+        if _backend_for is None:  # the package's __init__ installs factory.py's chooser: never seen in practice
+            raise RuntimeError("no history backend is installed: import logdoctor.history, not only its store")
+        return super().__new__(_backend_for(default_spec() if spec is None else spec))
 
     def __init__(self, spec: str | os.PathLike[str] | None = None, **kw: Any) -> None:
         self.warnings: list[str] = []  # what went wrong without costing the diagnosis (callers print them)
