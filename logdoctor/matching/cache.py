@@ -82,30 +82,30 @@ def known_key(d: Path, files: list[Path]) -> str:
     return key
 
 
-def load_dir(d: Path, build) -> list:
+def load_dir(d: Path, build, classes: dict[str, type], derive, restore) -> list:
     """The rules of folder `d` (in file order), from the cache when its key matches, else `build(files)` and store.
-    `build` raises RuleError for a bad file, which is never cached."""
+    `build` raises RuleError for a bad file, which is never cached.
+
+    The caller (the loader) says what an entry holds, so that this module imports nothing above it: `classes` are
+    the dataclasses an entry may name (the allow-list), `derive(rules)` is the JSON data kept beside the rules (the
+    prefilter's index), `restore(entry)` takes that data back on a hit (False: the entry is unusable, rebuild)."""
     files = rule_files(d)
     try:
         key = known_key(d, files)
     except OSError:
         return build(files)     # an unreadable file: let the loader name it
     path = cache_dir() / f"rules-{key}.json"
-    from logdoctor.matching import prefilter
     try:
-        entry = _decode(_read_own(path))
-        rules, reqs = entry["rules"], entry["requirements"]
-        if isinstance(rules, list) and len(rules) == len(files) and isinstance(reqs, dict):
-            prefilter.seed(reqs, entry.get("words"))
+        entry = _decode(_read_own(path), classes)
+        rules = entry["rules"]
+        if isinstance(rules, list) and len(rules) == len(files) and restore(entry):
             return rules
     except FileNotFoundError:
         pass
     except Exception:  # noqa: BLE001, S110 - a damaged entry (cut, other version, unknown class) is rebuilt
         pass
     rules = build(files)
-    # each regex's required literal words (the prefilter's index), so a run never parses a pattern to learn them
-    reqs = {p: prefilter.requirement(p) for p in prefilter.patterns(rules)}
-    _store(path, {"rules": rules, "requirements": reqs, "words": {p: prefilter.pattern_words(p) for p in reqs}})
+    _store(path, {"rules": rules, **derive(rules)})
     return rules
 
 
@@ -153,12 +153,6 @@ def _read_own(path: Path) -> bytes:
         return fh.read()
 
 
-def _classes() -> dict[str, type]:
-    from logdoctor.matching import loader
-    return {c.__name__: c for c in vars(loader).values()
-            if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == loader.__name__}
-
-
 def _encode(obj):
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out = {"__dc__": type(obj).__name__}
@@ -181,9 +175,8 @@ def _encode(obj):
     raise TypeError(f"cannot cache a {type(obj).__name__}")
 
 
-def _decode(data: bytes):
+def _decode(data: bytes, classes: dict[str, type]):
     import json
-    classes = _classes()
 
     def hook(d: dict):
         if "__tuple__" in d and len(d) == 1:

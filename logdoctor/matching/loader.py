@@ -6,6 +6,7 @@ error names the file and, where the YAML knows it, the line.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -84,6 +85,25 @@ class Rule:
     def applies_to(self, engine: str) -> bool:
         return "any" in self.engines or engine in self.engines
 
+    def regexes(self) -> set[str]:
+        """Every regex of the rule's regex leaves (the prefilter's patterns, matching/prefilter.py)."""
+        out: set[str] = set()
+        _regex_leaf_values(self.match, out)
+        return out
+
+
+def _regex_leaf_values(cond, out: set[str]) -> None:
+    if isinstance(cond, list):
+        for c in cond:
+            _regex_leaf_values(c, out)
+    elif isinstance(cond, dict):
+        for k, v in cond.items():
+            if k in REGEX_LEAVES:
+                out.update(str(p.get("regex", "") if isinstance(p, dict) else p)
+                           for p in (v if isinstance(v, list) else [v]))
+            elif isinstance(v, (list, dict)):
+                _regex_leaf_values(v, out)
+
 
 def rule_dirs(extra: tuple[str, ...] | list[str] = ()) -> list[Path]:
     dirs = [bundled_rules_dir()]
@@ -111,7 +131,7 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
             # a user folder is checked as `rules lint` checks it (schema: each leaf's value has the leaf's shape)
             # before it is cached; its regexes compile in guard_regexes (RE2 first) on every run, not here
             from logdoctor.matching.cache import load_dir
-            loaded = load_dir(d, partial(_parse_all, strict=d != bundled))
+            loaded = load_dir(d, partial(_parse_all, strict=d != bundled), _cached_classes(), _index, _seed)
         for rule in loaded:
             path = rule.path
             if rule.id in seen:
@@ -125,6 +145,30 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
 
 def _parse_all(files: list[Path], *, strict: bool) -> list[Rule]:
     return [load_rule_file(p, strict=strict, compile_regexes=False) for p in files]
+
+
+def _cached_classes() -> dict[str, type]:
+    """The dataclasses a rule cache entry may name (matching/cache.py decodes no other class): this module's."""
+    return {c.__name__: c for c in globals().values()
+            if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__}
+
+
+def _index(rules: list[Rule]) -> dict:
+    """What the rule cache keeps beside the rules: each regex's required literal words (the prefilter's index), so
+    a run never parses a pattern to learn them."""
+    from logdoctor.matching import prefilter
+    reqs = {p: prefilter.requirement(p) for p in prefilter.patterns(rules)}
+    return {"requirements": reqs, "words": {p: prefilter.pattern_words(p) for p in reqs}}
+
+
+def _seed(entry: dict) -> bool:
+    """A cache hit: hand the stored index to the prefilter (False: the entry has none, rebuild it)."""
+    reqs = entry["requirements"]
+    if not isinstance(reqs, dict):
+        return False
+    from logdoctor.matching import prefilter
+    prefilter.seed(reqs, entry.get("words"))
+    return True
 
 
 def rule_patterns(cond) -> list[tuple[str, str]]:

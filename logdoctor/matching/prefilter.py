@@ -82,23 +82,11 @@ def requirement(pattern: str):
 
 
 def patterns(rules) -> set[str]:
-    """Every regex of the rules' regex leaves."""
-    from logdoctor.matching.loader import REGEX_LEAVES
+    """Every regex of the rules' regex leaves (each loader Rule names its own: `Rule.regexes`, so that this module
+    imports no rule code)."""
     out: set[str] = set()
-
-    def walk(cond):
-        if isinstance(cond, list):
-            for c in cond:
-                walk(c)
-        elif isinstance(cond, dict):
-            for k, v in cond.items():
-                if k in REGEX_LEAVES:
-                    out.update(str(p.get("regex", "") if isinstance(p, dict) else p)
-                               for p in (v if isinstance(v, list) else [v]))
-                elif isinstance(v, (list, dict)):
-                    walk(v)
     for r in rules:
-        walk(r.match)
+        out |= r.regexes()
     return out
 
 

@@ -37,9 +37,9 @@ def schema_problems(data: dict, path, text: str = "") -> list[str]:
             key = extra[0]
             in_match = any(str(p) in ("match", "any", "all", "none", "not") for p in e.path)
             if in_match:   # the loader's own words for it, so lint and explain say it the same way
-                from logdoctor.matching.loader import COMBINATORS, LEAVES
+                from logdoctor.matching.conditions import COMBINATORS, LEAVES  # the leaf registry, as the loader
 
-                msg = f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)"
+                msg = f"unknown condition {key!r} (known: {', '.join((*LEAVES, *COMBINATORS))})"
             else:
                 msg = f"unknown field {key!r} ({msg})"
         m = None
