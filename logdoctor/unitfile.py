@@ -148,74 +148,108 @@ def scan(text: str, start: int, end: int, *, unit: bool, operators: bool = False
     """Split text[start:end] into arguments with spans. Backslash-newline continues the line; inside a unit file a
     continued line that starts with # or ; is a comment (systemd ignores it). With `shell`, unquoted `;`, `&` and
     `|` end a word and come out as operator arguments (`2>&1` and `&>` stay words)."""
-    args: list[Arg] = []
-    i = start
-    cur: list[str] = []
-    a_start = -1
-    quote = ""
-    line_start = True
-    while i < end:
-        c = text[i]
-        if line_start and unit and not quote and not cur:
-            j = i
-            while j < end and text[j] in " \t":
-                j += 1
-            if j < end and text[j] in "#;":
-                nl = text.find("\n", j)
-                i = end if nl < 0 or nl >= end else nl + 1
-                continue
-            line_start = False
-        if quote:
-            if c == "\\" and quote == '"' and i + 1 < end and text[i + 1] in '"\\$`':
-                cur.append(text[i + 1])
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-            else:
-                cur.append(c)
-            i += 1
-            continue
-        if c == "\\" and i + 1 < end and text[i + 1] == "\n":
-            if a_start >= 0:
-                args.append(Arg("".join(cur), a_start, i))
-                cur, a_start = [], -1
-            i += 2
-            line_start = True
-            continue
-        if c in " \t\n":
-            if a_start >= 0:
-                args.append(Arg("".join(cur), a_start, i))
-                cur, a_start = [], -1
-            if c == "\n":
-                break       # an unescaped newline ends the command
-            i += 1
-            continue
-        if operators and c in ";&|" and not (c == "&" and ((i > start and text[i - 1] in "<>") or
-                                                       (i + 1 < end and text[i + 1] == ">"))):
-            if a_start >= 0:
-                args.append(Arg("".join(cur), a_start, i))
-                cur, a_start = [], -1
-            j = i + 1
-            if c != ";" and j < end and text[j] == c:
-                j += 1
-            args.append(Arg(text[i:j], i, j, op=True))
-            i = j
-            continue
-        if a_start < 0:
-            a_start = i
-        if c in "'\"":
-            quote = c
-        elif c == "\\" and i + 1 < end:
-            cur.append(text[i + 1])
-            i += 2
-            continue
+    return _Scanner(text, start, end, unit=unit, operators=operators).run()
+
+
+class _Scanner:
+    """One scan(): the arguments found so far, the word being read (`cur` from `a_start`), the open quote. Each
+    `_…` step reads the character at `i` and returns where the next step starts (`_END`: an unescaped newline
+    ended the command)."""
+
+    _END = -1
+
+    def __init__(self, text: str, start: int, end: int, *, unit: bool, operators: bool) -> None:
+        self.text, self.start, self.end = text, start, end
+        self.unit, self.operators = unit, operators
+        self.args: list[Arg] = []
+        self.cur: list[str] = []
+        self.a_start = -1
+        self.quote = ""
+        self.line_start = True
+
+    def run(self) -> list[Arg]:
+        i = self.start
+        while i < self.end:
+            if self.line_start and self.unit and not self.quote and not self.cur:
+                after = self._comment_line(i)
+                if after is not None:
+                    i = after       # a comment line of a continued unit command: skipped, still at a line start
+                    continue
+                self.line_start = False
+            i = self._quoted(i) if self.quote else self._unquoted(i)
+            if i == self._END:
+                return self.args    # the word before the newline is already out
+        self._word_done(i)
+        return self.args
+
+    def _word_done(self, i: int) -> None:
+        if self.a_start >= 0:
+            self.args.append(Arg("".join(self.cur), self.a_start, i))
+            self.cur, self.a_start = [], -1
+
+    def _comment_line(self, i: int) -> int | None:
+        """Where the next line starts when the line at `i` is a comment (# or ; after blanks), else None."""
+        text, end = self.text, self.end
+        j = i
+        while j < end and text[j] in " \t":
+            j += 1
+        if j < end and text[j] in "#;":
+            nl = text.find("\n", j)
+            return end if nl < 0 or nl >= end else nl + 1
+        return None
+
+    def _quoted(self, i: int) -> int:
+        text, c = self.text, self.text[i]
+        if c == "\\" and self.quote == '"' and i + 1 < self.end and text[i + 1] in '"\\$`':
+            self.cur.append(text[i + 1])
+            return i + 2
+        if c == self.quote:
+            self.quote = ""
         else:
-            cur.append(c)
-        i += 1
-    if a_start >= 0:
-        args.append(Arg("".join(cur), a_start, i))
-    return args
+            self.cur.append(c)
+        return i + 1
+
+    def _unquoted(self, i: int) -> int:
+        text, c = self.text, self.text[i]
+        if c == "\\" and i + 1 < self.end and text[i + 1] == "\n":   # a continuation: the next line goes on
+            self._word_done(i)
+            self.line_start = True
+            return i + 2
+        if c in " \t\n":
+            self._word_done(i)
+            return self._END if c == "\n" else i + 1
+        if self.operators and c in ";&|" and not self._redirection(i):
+            return self._operator(i)
+        return self._word_char(i)
+
+    def _redirection(self, i: int) -> bool:
+        """An `&` that belongs to a redirection (`2>&1`, `&>`), not a control operator."""
+        text = self.text
+        return text[i] == "&" and ((i > self.start and text[i - 1] in "<>") or
+                                   (i + 1 < self.end and text[i + 1] == ">"))
+
+    def _operator(self, i: int) -> int:
+        """`;`, `&`, `|`, `&&` or `||`: ends the word before it and comes out as an operator argument."""
+        text, c = self.text, self.text[i]
+        self._word_done(i)
+        j = i + 1
+        if c != ";" and j < self.end and text[j] == c:
+            j += 1
+        self.args.append(Arg(text[i:j], i, j, op=True))
+        return j
+
+    def _word_char(self, i: int) -> int:
+        text, c = self.text, self.text[i]
+        if self.a_start < 0:
+            self.a_start = i
+        if c in "'\"":
+            self.quote = c
+        elif c == "\\" and i + 1 < self.end:
+            self.cur.append(text[i + 1])
+            return i + 2
+        else:
+            self.cur.append(c)
+        return i + 1
 
 
 def _command_end(text: str, start: int, *, unit: bool = False) -> int:
@@ -448,8 +482,25 @@ def apply_to_text(text: str, step: FixStep, engine: str, cmd: Command | None = N
     if new_tokens is None:
         raise NothingToApply(f"the fix names {step.flag} but not a value to set it to; edit it by hand")
     cmd = target(text, cmd if cmd is not None else find_command(text, step, engine))
-    names = _spellings(step, engine)
-    hits: list[tuple[int, int]] = []     # (index of the flag arg, number of args it spans)
+    hits = _flag_hits(cmd, _spellings(step, engine))
+    if new_tokens == []:
+        if not hits:
+            raise NothingToApply(f"{step.flag} is not in the command: nothing to remove")
+        edits = [_removal(text, cmd, i, n) for i, n in hits]
+        summary = f"remove {cmd.args[hits[0][0]].value.split('=', 1)[0]}"
+    elif hits:
+        edits = _replacement(text, cmd, hits, new_tokens)
+        summary = " ".join(new_tokens)
+    else:
+        edits = [_insertion(text, cmd, " ".join(_quote(t) for t in new_tokens))]
+        summary = "add " + " ".join(new_tokens)
+    return _splice(text, edits), summary
+
+
+def _flag_hits(cmd: Command, names: dict[str, bool]) -> list[tuple[int, int]]:
+    """Where the lever's flag is in the command: (index of the flag arg, number of args it spans: 2 when its value
+    is the next argument)."""
+    hits: list[tuple[int, int]] = []
     for i, a in enumerate(cmd.args):
         name = a.value.split("=", 1)[0]
         if name not in names:
@@ -460,39 +511,39 @@ def apply_to_text(text: str, step: FixStep, engine: str, cmd: Command | None = N
             nxt = cmd.args[i + 1] if i + 1 < len(cmd.args) else None
             takes_value = not names[name] and nxt is not None and not nxt.op and not nxt.value.startswith("--")
             hits.append((i, 2 if takes_value else 1))
+    return hits
+
+
+def _replacement(text: str, cmd: Command, hits: list[tuple[int, int]], new_tokens: list[str]) -> list[tuple[int, int, str]]:
+    """The edits that set the flag at hits[0] to `new_tokens` (in its own spelling: `--flag=V` stays `=`, and the
+    same flag with a new value touches only the value) and remove every later occurrence."""
     edits: list[tuple[int, int, str]] = []
-    if new_tokens == []:
-        if not hits:
-            raise NothingToApply(f"{step.flag} is not in the command: nothing to remove")
-        for i, n in hits:
-            edits.append(_removal(text, cmd, i, n))
-        summary = f"remove {cmd.args[hits[0][0]].value.split('=', 1)[0]}"
-    elif hits:
-        i, n = hits[0]
-        a = cmd.args[i]
-        rendered: str | None = " ".join(_quote(t) for t in new_tokens)
-        if len(new_tokens) == 2 and "=" in a.value and a.value.split("=", 1)[0] == new_tokens[0]:
-            rendered = f"{new_tokens[0]}={_quote(new_tokens[1])}"
-        elif len(new_tokens) == 2 and n == 2 and cmd.args[i].value == new_tokens[0]:
-            # same flag, new value: touch only the value
-            v = cmd.args[i + 1]
-            edits.append((v.start, v.end, _quote(new_tokens[1])))
-            rendered = None
-        if rendered is not None:
-            edits.append((a.start, cmd.args[i + n - 1].end, rendered))
-        for j, m in hits[1:]:
-            edits.append(_removal(text, cmd, j, m))
-        summary = " ".join(new_tokens)
-    else:
-        edits.append(_insertion(text, cmd, " ".join(_quote(t) for t in new_tokens)))
-        summary = "add " + " ".join(new_tokens)
+    i, n = hits[0]
+    a = cmd.args[i]
+    rendered: str | None = " ".join(_quote(t) for t in new_tokens)
+    if len(new_tokens) == 2 and "=" in a.value and a.value.split("=", 1)[0] == new_tokens[0]:
+        rendered = f"{new_tokens[0]}={_quote(new_tokens[1])}"
+    elif len(new_tokens) == 2 and n == 2 and cmd.args[i].value == new_tokens[0]:
+        # same flag, new value: touch only the value
+        v = cmd.args[i + 1]
+        edits.append((v.start, v.end, _quote(new_tokens[1])))
+        rendered = None
+    if rendered is not None:
+        edits.append((a.start, cmd.args[i + n - 1].end, rendered))
+    for j, m in hits[1:]:
+        edits.append(_removal(text, cmd, j, m))
+    return edits
+
+
+def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """The text with each (start, end, replacement) applied (the spans do not overlap)."""
     parts: list[str] = []
     pos = 0
     for s, e, rep in sorted(edits):
         parts += [text[pos:s], rep]
         pos = e
     parts.append(text[pos:])
-    return "".join(parts), summary
+    return "".join(parts)
 
 
 def _removal(text: str, cmd: Command, i: int, n: int) -> tuple[int, int, str]:
