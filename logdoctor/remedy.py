@@ -6,6 +6,8 @@ in a rule file is a bad rule (BadValue, exit 2, naming the rule); a bad value a 
 proposed, and a note names the rule and the log line (`fix` refuses on it, exit 2: `refusals`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from logdoctor import levers as lv
 from logdoctor.diagnosis import FixStep
 from logdoctor.matching.loader import Fix, Rule
@@ -18,73 +20,107 @@ def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_ex
          ) -> tuple[list[FixStep], list[str]]:
     """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set").
     `tried_extra`: lever -> values tried in earlier attempts outside the window (the attempt history)."""
+    p = _Planning(rule, captures, attempt, tl.engine, tl.engine_version)
     fixes: list[FixStep] = []
-    notes: list[str] = []
-    engine, version = tl.engine, tl.engine_version
     cfg = attempt.config
-    known = cfg.known
     for f in rule.fixes:
-        if not _when(f, captures, cfg.levers, engine):
+        if not _when(f, captures, cfg.levers, p.engine):
             continue
-        flag = lv.flag_for(f.lever, engine, version, cfg.raw)
+        flag = lv.flag_for(f.lever, p.engine, p.version, cfg.raw)
         if not flag:
             continue
         current = cfg.levers.get(f.lever)
         if current is None:  # the error itself may state the value in force ("Current value: mem_fraction_static=0.88")
             current = _number(captures.get(f"{f.lever}_now"))
         tried = _tried(f.lever, attempt, tl) | set((tried_extra or {}).get(f.lever, ()))
-        bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
+        step = p.fix(f, flag, current, tried)
+        if step is not None:
+            fixes.append(step)
+    return fixes, p.notes
+
+
+@dataclass
+class _Planning:
+    """One plan(): the rule and what the attempt says, and the notes on every fix skipped. Each `_…` method turns
+    one rule fix of its kind of operation into a FixStep, or None (with a note when the reason is worth saying)."""
+
+    rule: Rule
+    captures: dict
+    attempt: Attempt
+    engine: str
+    version: object
+    notes: list[str] = field(default_factory=list)
+
+    def fix(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
         if f.op in ("enable", "disable"):
-            want = f.op == "enable"
-            if current is not None and bool(_truthy(current)) == want:
-                notes.append(f"{_render(flag, want)} already in force")
-                continue
-            if any(_truthy(t) == want for t in tried if t is not None):
-                notes.append(f"{_render(flag, want)} already tried in an earlier attempt")
-                continue
-            fixes.append(_step(f.lever, flag, current if current is not None else (None if not known else (not want)),
-                               want, _why(f.why, captures), engine, version, cfg.raw))
-            continue
+            return self._switch(f, flag, current, tried)
         if f.op == "set":
-            if f.value is None:   # "set" without a value: the flag must change, the rule cannot say to what
-                fixes.append(FixStep(f.lever, flag, current, None, _why(f.why, captures)))
-                continue
-            value = _fill(f.value, captures, cfg.levers)
-            if value is None:
-                continue
-            value = _checked(rule, f, value, captures, attempt, notes)
-            if value is _REFUSED:
-                continue
-            if current is not None and str(current) == str(value):
-                notes.append(f"{flag} {value} already in force")
-                continue
-            if str(value) in {str(t) for t in tried}:
-                notes.append(f"{flag} {value} already tried")
-                continue
-            fixes.append(_step(f.lever, flag, current, value, _why(f.why, captures), engine, version, cfg.raw))
-            continue
+            return self._set(f, flag, current, tried)
         if current is None:
-            base = _fill(f.value, captures, cfg.levers) if f.value is not None else None
-            if base is not None and f.op in ("lower", "halve", "raise"):
-                new = _checked(rule, f, base, captures, attempt, notes)
-                if new is _REFUSED:
-                    continue
-            else:
-                new = None
-            why = _why(f.why, captures)
-            if not known:
-                why += " (current value not in the window: the log starts after launch)"
-            fixes.append(_step(f.lever, flag, None, new, why, engine, version, cfg.raw))
-            continue
+            return self._without_current(f, flag)
+        return self._relative(f, flag, current, tried)
+
+    def _step(self, f: Fix, flag: str, from_, to, why: str) -> FixStep:
+        return _step(f.lever, flag, from_, to, why, self.engine, self.version, self.attempt.config.raw)
+
+    def _checked(self, f: Fix, value):
+        return _checked(self.rule, f, value, self.captures, self.attempt, self.notes)
+
+    def _switch(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
+        """enable/disable: a switch, unless it is already in force or an earlier attempt tried it."""
+        want = f.op == "enable"
+        if current is not None and bool(_truthy(current)) == want:
+            self.notes.append(f"{_render(flag, want)} already in force")
+            return None
+        if any(_truthy(t) == want for t in tried if t is not None):
+            self.notes.append(f"{_render(flag, want)} already tried in an earlier attempt")
+            return None
+        from_ = current if current is not None else (None if not self.attempt.config.known else (not want))
+        return self._step(f, flag, from_, want, _why(f.why, self.captures))
+
+    def _set(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
+        """set: the rule's value (a literal or a capture), unless it is in force or tried."""
+        if f.value is None:   # "set" without a value: the flag must change, the rule cannot say to what
+            return FixStep(f.lever, flag, current, None, _why(f.why, self.captures))
+        value = _fill(f.value, self.captures, self.attempt.config.levers)
+        if value is None:
+            return None
+        value = self._checked(f, value)
+        if value is _REFUSED:
+            return None
+        if current is not None and str(current) == str(value):
+            self.notes.append(f"{flag} {value} already in force")
+            return None
+        if str(value) in {str(t) for t in tried}:
+            self.notes.append(f"{flag} {value} already tried")
+            return None
+        return self._step(f, flag, current, value, _why(f.why, self.captures))
+
+    def _without_current(self, f: Fix, flag: str) -> FixStep | None:
+        """raise/lower/halve/double with no value in force to start from: the rule's own value when it gives one."""
+        base = _fill(f.value, self.captures, self.attempt.config.levers) if f.value is not None else None
+        if base is not None and f.op in ("lower", "halve", "raise"):
+            new = self._checked(f, base)
+            if new is _REFUSED:
+                return None
+        else:
+            new = None
+        why = _why(f.why, self.captures)
+        if not self.attempt.config.known:
+            why += " (current value not in the window: the log starts after launch)"
+        return self._step(f, flag, None, new, why)
+
+    def _relative(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
+        """raise/lower/halve/double from the value in force, within the rule's bound, to a value not tried."""
+        bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
         new = lv.step(f.lever, current, f.op, avoid=tried | {current}, bound=bound)
         if new is None:
-            notes.append(f"{flag} is already at its bound ({current})")
-            continue
-        new = _checked(rule, f, new, captures, attempt, notes)
+            self.notes.append(f"{flag} is already at its bound ({current})")
+            return None
+        new = self._checked(f, new)
         if new is _REFUSED:
-            continue
-        fixes.append(_step(f.lever, flag, current, new, _why(f.why, captures), engine, version, cfg.raw))
-    return fixes, notes
+            return None
+        return self._step(f, flag, current, new, _why(f.why, self.captures))
 
 
 _REFUSED = object()
