@@ -380,27 +380,7 @@ def _candidates(lv: Lever, cur: float, op: str, lo: float, hi: float) -> Iterabl
     up = op in ("raise", "double")
     x = cur
     for _ in range(64):
-        if lv.kind == "int":
-            if op == "double" or (op == "raise" and lv.growth == "double"):
-                nx = x * 2
-            elif op == "halve" or (op == "lower" and lv.growth == "double"):
-                nx = x // 2
-            elif lv.growth == "pow2":
-                p = 1 << max(int(x), 1).bit_length()  # next power of two above x
-                nx = p if up else (p >> 2 if p >> 1 == x else p >> 1)
-            else:  # increment
-                nx = x + 1 if up else x - 1
-            nx = _align(lv, nx, up)
-        elif op == "halve":
-            nx = x / 2
-        elif op == "double":
-            nx = x * 2
-        elif lv.kind == "fraction":
-            nx = x + lv.up if up else x - lv.down
-        else:  # float: multiplicative steps
-            nx = x * lv.up if up else x / lv.down
-        if lv.kind != "int":
-            nx = round(nx, 2)
+        nx = _next_int(lv, x, op, up) if lv.kind == "int" else round(_next_real(lv, x, op, up), 2)
         if (up and nx >= hi) or (not up and nx <= lo) or nx == x:
             edge = hi if up else lo
             if math.isfinite(edge):
@@ -408,6 +388,31 @@ def _candidates(lv: Lever, cur: float, op: str, lo: float, hi: float) -> Iterabl
             return
         yield nx
         x = nx
+
+
+def _next_int(lv: Lever, x: float, op: str, up: bool) -> float:
+    """One step of an integer lever: doubling/halving, the next power of two, or one more/less; then aligned."""
+    if op == "double" or (op == "raise" and lv.growth == "double"):
+        nx = x * 2
+    elif op == "halve" or (op == "lower" and lv.growth == "double"):
+        nx = x // 2
+    elif lv.growth == "pow2":
+        p = 1 << max(int(x), 1).bit_length()  # next power of two above x
+        nx = p if up else (p >> 2 if p >> 1 == x else p >> 1)
+    else:  # increment
+        nx = x + 1 if up else x - 1
+    return _align(lv, nx, up)
+
+
+def _next_real(lv: Lever, x: float, op: str, up: bool) -> float:
+    """One step of a fraction (additive: lv.up / lv.down) or float lever (multiplicative), before rounding."""
+    if op == "halve":
+        return x / 2
+    if op == "double":
+        return x * 2
+    if lv.kind == "fraction":
+        return x + lv.up if up else x - lv.down
+    return x * lv.up if up else x / lv.down  # float: multiplicative steps
 
 
 def step(lever: str, current: object, op: str, *, avoid: Iterable[object] = (), bound: float | int | None = None,
