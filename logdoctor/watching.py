@@ -229,83 +229,128 @@ def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=N
           engine: str = "auto", since: str | None = None, rules=(), grace: float = 2.0, poll: float = 0.2,
           on_progress: Callable[[Progress], None] | None = None) -> WatchResult:
     """Block until `unit` is ready or has failed, or `timeout` seconds pass; return the outcome and diagnosis."""
-    from logdoctor.read import read_entries
     from logdoctor.sources.journal import mangle_unit, parse_since
-    from logdoctor.timeline import build
 
     if timeout is None or timeout <= 0:
         raise UsageError("watch needs a timeout > 0 seconds (it never blocks forever)")
     unit = mangle_unit(unit)
     t0 = time.monotonic()
-    deadline = t0 + float(timeout)
     follower = _Follower(unit, journal, parse_since(since) if since else None)
     if not follower.unit_seen(unit) and not unit_file_exists(unit):
         follower.close()
         raise InputError(f"no journal entries and no unit file for {unit}: is the name right?")
-    entries: list[dict] = []
+    w = _Watch(unit, engine, health_url, grace, poll, on_progress, t0, t0 + float(timeout))
     outcome, ready_by = "timeout", None
-    failed_at = None
-    next_health, backoff, health = t0, 0.5, None
-    dirty = True
-    prog = Progress(unit, 0.0, "waiting for the start")
-    shown_at = t0 - 1.0
     try:
         while True:
             new = follower.read()
             if new:
-                entries += new
-                dirty = True
+                w.entries += new
+                w.dirty = True
             now = time.monotonic()
-            if dirty and entries:
-                dirty = False
-                view = entries[latest_start(entries, unit):]
-                tl = build(read_entries(view, unit).records, engine)
-                a = tl.last
-                prog = Progress(unit, now - t0, a.phase, {r: v.phase for r, v in a.ranks.items()}, len(view), health)
-                if on_progress:
-                    on_progress(prog)
-                    shown_at = now
-                if a.failed:
-                    if failed_at is None:
-                        failed_at = now
-                    if a.systemd.get("result") or a.systemd.get("code"):
-                        outcome = "failed"
-                        break
-                elif a.ready:
-                    outcome, ready_by = "ready", "log"
-                    break
-            if failed_at is not None and now - failed_at >= grace:
-                outcome = "failed"
+            done = w.from_log(now)
+            if done is None and w.failed_at is not None and now - w.failed_at >= grace:
+                done = ("failed", None)     # the grace period after the failure is over
+            if done is None:
+                done = w.from_health(now)
+            if done is not None:
+                outcome, ready_by = done
                 break
-            if health_url and now >= next_health and failed_at is None:
-                health = _health(health_url, min(2.0, deadline - now))
-                if health == "200":
-                    outcome, ready_by = "ready", "health"
-                    break
-                next_health = time.monotonic() + backoff
-                backoff = min(backoff * 1.5, 5.0)
-                prog.health = health
             now = time.monotonic()
-            if on_progress and now - shown_at >= 1.0:   # the elapsed time ticks even when the journal is quiet
-                prog.elapsed = now - t0
-                on_progress(prog)
-                shown_at = now
-            if now >= deadline:
-                if failed_at is not None:
+            w.tick(now)
+            if now >= w.deadline:
+                if w.failed_at is not None:
                     outcome = "failed"
                 break
-            wake = min(deadline, now + poll)
-            if failed_at is not None:
-                wake = min(wake, failed_at + grace)
-            if health_url and failed_at is None:
-                wake = min(wake, next_health)
-            follower.wait(wake - now)
+            follower.wait(w.wake(now) - now)
     finally:
         follower.close()
-    view = entries[latest_start(entries, unit):] if entries else []
+    view = w.entries[latest_start(w.entries, unit):] if w.entries else []
     d = _diagnose(view, unit, engine, history, rules)
     return WatchResult(unit=unit, outcome=outcome, diagnosis=d, elapsed=time.monotonic() - t0, ready_by=ready_by,
                        lines=len(view))
+
+
+@dataclass
+class _Watch:
+    """What one watch() knows between two reads of the journal: the entries so far, when the attempt failed, the
+    health check's schedule and the status line. `from_log`/`from_health` return (outcome, ready_by) once one of
+    them decides, else None."""
+
+    unit: str
+    engine: str
+    health_url: str | None
+    grace: float
+    poll: float
+    on_progress: Callable[[Progress], None] | None
+    t0: float
+    deadline: float
+    entries: list[dict] = field(default_factory=list)
+    dirty: bool = True                  # entries came since the timeline was last built
+    failed_at: float | None = None      # when the timeline first said the attempt failed
+    backoff: float = 0.5
+    health: str | None = None
+    next_health: float = field(init=False)
+    prog: Progress = field(init=False)
+    shown_at: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.next_health = self.t0
+        self.prog = Progress(self.unit, 0.0, "waiting for the start")
+        self.shown_at = self.t0 - 1.0
+
+    def from_log(self, now: float) -> tuple[str, str | None] | None:
+        """After new entries: the timeline of the latest start, shown; failed once systemd's verdict is in (until
+        then the grace period runs from `failed_at`), ready on the engine's ready line."""
+        if not (self.dirty and self.entries):
+            return None
+        from logdoctor.read import read_entries
+        from logdoctor.timeline import build
+
+        self.dirty = False
+        view = self.entries[latest_start(self.entries, self.unit):]
+        a = build(read_entries(view, self.unit).records, self.engine).last
+        self.prog = Progress(self.unit, now - self.t0, a.phase, {r: v.phase for r, v in a.ranks.items()}, len(view),
+                             self.health)
+        if self.on_progress:
+            self.on_progress(self.prog)
+            self.shown_at = now
+        if a.failed:
+            if self.failed_at is None:
+                self.failed_at = now
+            if a.systemd.get("result") or a.systemd.get("code"):
+                return "failed", None
+        elif a.ready:
+            return "ready", "log"
+        return None
+
+    def from_health(self, now: float) -> tuple[str, str | None] | None:
+        """When a check is due (and nothing failed): ready on HTTP 200, else the next check after a growing wait."""
+        if not (self.health_url and now >= self.next_health and self.failed_at is None):
+            return None
+        self.health = _health(self.health_url, min(2.0, self.deadline - now))
+        if self.health == "200":
+            return "ready", "health"
+        self.next_health = time.monotonic() + self.backoff
+        self.backoff = min(self.backoff * 1.5, 5.0)
+        self.prog.health = self.health
+        return None
+
+    def tick(self, now: float) -> None:
+        """The elapsed time ticks on the status line even when the journal is quiet."""
+        if self.on_progress and now - self.shown_at >= 1.0:
+            self.prog.elapsed = now - self.t0
+            self.on_progress(self.prog)
+            self.shown_at = now
+
+    def wake(self, now: float) -> float:
+        """When to look again: after `poll`, at the end of the grace period, at the next health check."""
+        wake = min(self.deadline, now + self.poll)
+        if self.failed_at is not None:
+            wake = min(wake, self.failed_at + self.grace)
+        if self.health_url and self.failed_at is None:
+            wake = min(wake, self.next_health)
+        return wake
 
 
 def _diagnose(view: list[dict], unit: str, engine: str, history, rules) -> Diagnosis:
