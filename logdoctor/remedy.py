@@ -48,7 +48,7 @@ class _Planning:
     captures: dict
     attempt: Attempt
     engine: str
-    version: object
+    version: str | None
     notes: list[str] = field(default_factory=list)
 
     def fix(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
