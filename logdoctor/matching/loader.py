@@ -305,6 +305,26 @@ def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = Tr
     for p in phases if isinstance(phases, list) else [phases]:
         if p not in PHASES:
             fail("phases", f"unknown phase {p!r}")
+    fixes = _fixes(data, fail)
+    _check_templates(data, fixes, fail)
+    compiled: dict = {}
+    _check_cond(data["match"], compiled, fail, compile_regexes)
+    examples, pinned = _examples(data, fail)
+    conf = _confidence(data, fail)
+    tier, warnings = _tier(data, fail)
+    if found and problems is not None:   # collecting (rules lint): the rule is still returned, its id checked too
+        problems += found
+    return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
+                match=data["match"], tier=tier, confidence=conf,
+                phases=tuple(phases), explain=str(data.get("explain", "")),
+                fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
+                examples=examples, no_flag_change=bool(data.get("no_flag_change", False)),
+                notes=" ".join(str(data.get("notes", "")).split()),
+                evidence_lines=pinned, path=str(path), compiled=compiled, warnings=warnings)
+
+
+def _fixes(data: dict, fail) -> list[Fix]:
+    """The rule's fixes; a fix without a lever is left out, an unknown lever or op is a problem."""
     from logdoctor import levers as lv
     fixes = []
     for f in data.get("fixes", []) or []:
@@ -318,6 +338,11 @@ def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = Tr
             fail("op", f"unknown fix op {op!r} (one of {', '.join(OPS)})", op)
         fixes.append(Fix(lever=f["lever"], op=op, value=f.get("value"), min=f.get("min"), max=f.get("max"),
                          why=str(f.get("why", "")), when=f.get("when")))
+    return fixes
+
+
+def _check_templates(data: dict, fixes: list[Fix], fail) -> None:
+    """The texts shown with {name} placeholders (explain, each fix's why, actions) are templates that fill safely."""
     from logdoctor.matching import template
     for key, texts in (("explain", [data.get("explain")]), ("why", [f.why for f in fixes]),
                        ("actions", data.get("actions") or [])):
@@ -325,9 +350,12 @@ def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = Tr
             why = template.check(str(t)) if t is not None else None
             if why:
                 fail(key, why)
-    compiled: dict = {}
-    _check_cond(data["match"], compiled, fail, compile_regexes)
-    examples, pinned = [], {}
+
+
+def _examples(data: dict, fail) -> tuple[list[str], dict[str, int]]:
+    """The example case ids, and the input line each {case: ID, line: N} example pins for the winner's evidence."""
+    examples: list[str] = []
+    pinned: dict[str, int] = {}
     for e in data.get("examples", []) or []:
         if isinstance(e, dict):   # {case: ID, line: N}: the winner's evidence must include input line N
             if "case" not in e:
@@ -341,22 +369,17 @@ def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = Tr
                     fail("line", f"an example's line must be a number, got {e['line']!r}")
         else:
             examples.append(str(e))
+    return examples, pinned
+
+
+def _confidence(data: dict, fail) -> float:
     try:
         conf = float(data.get("confidence", 0.8))
     except (TypeError, ValueError):
         conf = 0.0
     if not 0 < conf <= 1:
         fail("confidence", "confidence must be in (0, 1]")
-    tier, warnings = _tier(data, fail)
-    if found and problems is not None:   # collecting (rules lint): the rule is still returned, its id checked too
-        problems += found
-    return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
-                match=data["match"], tier=tier, confidence=conf,
-                phases=tuple(phases), explain=str(data.get("explain", "")),
-                fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
-                examples=examples, no_flag_change=bool(data.get("no_flag_change", False)),
-                notes=" ".join(str(data.get("notes", "")).split()),
-                evidence_lines=pinned, path=str(path), compiled=compiled, warnings=warnings)
+    return conf
 
 
 def _tier(data: dict, fail) -> tuple[str, tuple[str, ...]]:
