@@ -333,22 +333,11 @@ def leaf_flag(val, ctx, compiled, scope):
     if cur is None:
         return None
     for op, ref in val.items():
-        if op in ("lever", "field"):
+        holds = _FLAG_TESTS.get(op)   # lever/field/evidence and unknown keys test nothing
+        if holds is None:
             continue
         try:
-            if op in ("is", "eq") and not _eq(cur, ref):
-                return None
-            if op == "ne" and _eq(cur, ref):
-                return None
-            if op == "in" and not any(_eq(cur, x) for x in ref):
-                return None
-            if op == "gte" and not float(cur) >= float(ref):
-                return None
-            if op == "lte" and not float(cur) <= float(ref):
-                return None
-            if op == "gt" and not float(cur) > float(ref):
-                return None
-            if op == "lt" and not float(cur) < float(ref):
+            if not holds(cur, ref):
                 return None
         except (TypeError, ValueError):
             return None
@@ -364,6 +353,19 @@ def _eq(a, b) -> bool:
 
 def _truthy(v) -> bool:
     return v is True or str(v).lower() in ("true", "1", "yes", "disabled")
+
+
+# the flag leaf's comparisons: (value in force, the rule's value) -> holds; TypeError/ValueError = does not hold
+_FLAG_TESTS: dict[str, Callable[[object, object], bool]] = {
+    "is": lambda cur, ref: _eq(cur, ref),
+    "eq": lambda cur, ref: _eq(cur, ref),
+    "ne": lambda cur, ref: not _eq(cur, ref),
+    "in": lambda cur, ref: any(_eq(cur, x) for x in ref),  # type: ignore[attr-defined]
+    "gte": lambda cur, ref: float(cur) >= float(ref),  # type: ignore[arg-type]
+    "lte": lambda cur, ref: float(cur) <= float(ref),  # type: ignore[arg-type]
+    "gt": lambda cur, ref: float(cur) > float(ref),  # type: ignore[arg-type]
+    "lt": lambda cur, ref: float(cur) < float(ref),  # type: ignore[arg-type]
+}
 
 
 @leaf('xid', evidence=True, syntax='xid: [48, 79] | hardware | app',
