@@ -199,7 +199,7 @@ def cores_available(seconds: float = 1.5) -> float:
 
 def run(root: Path, drain_mb: int, skip_dask: bool, repeat: int = 3) -> dict:
     sys.path.insert(0, str(ROOT))
-    from logdoctor.triage.prefilter import best_engine, best_scanner, grep_pattern
+    from logdoctor.scan.prefilter import best_engine, best_scanner, grep_pattern
     plain, gz = _files(root)
     total, lines = _uncompressed(plain, gz)
     res: dict = {"archive": str(root), "files": len(plain) + len(gz), "gz_files": len(gz), "bytes": total,

@@ -26,7 +26,7 @@ ALLOWED: dict[str, str] = {
     "timeline.py": "compile paths (_COMPILE_FILES) and worker tags (_WORKER_RANK): read Engine.compile_dirs / "
     "worker_processes (being refactored on another branch)",
     "matching/conditions.py": "the `engine` leaf's syntax example in its schema text (matching/* on another branch)",
-    "triage/prefilter.py": "attempt boundary wordings (BOUNDARY): derive from engines.config_dump_pattern() "
+    "scan/prefilter.py": "attempt boundary wordings (BOUNDARY): derive from engines.config_dump_pattern() "
     "(another branch owns it now)",
     "entry.py": "the fast path's own --engine choice list: derive from engines.ENGINE_NAMES",
     "levers.py": "notes on levers that name the engine whose flag it is; move them onto the engine's LEVER_SIDES",

@@ -19,7 +19,7 @@ from logdoctor import limits
 from logdoctor.sources.archive import Budget
 from logdoctor.triage.analyse import analyse_entries, analyse_lines
 from logdoctor.triage.inputs import NOT_LOG_SUFFIXES, InputSpec, LogStream, Skipped, Unreadable, open_logs
-from logdoctor.triage.scan import ScanStats, repaired_stream, scan
+from logdoctor.scan.scan import ScanStats, repaired_stream, scan
 
 _PF = None
 CONTEXT_ATTEMPTS = 3
@@ -29,7 +29,7 @@ NO_SERVICE = "no lines of an inference service in it"
 def _prefilter():
     global _PF
     if _PF is None:
-        from logdoctor.triage.prefilter import Prefilter
+        from logdoctor.scan.prefilter import Prefilter
         _PF = Prefilter()
     return _PF
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from logdoctor.triage.boundary import BoundaryCheck
-from logdoctor.triage.prefilter import Prefilter
+from logdoctor.scan.boundary import BoundaryCheck
+from logdoctor.scan.prefilter import Prefilter
 
 CHUNK = 4 << 20
 SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
