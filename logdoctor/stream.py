@@ -269,14 +269,15 @@ def _inside_stanza(rec: Record) -> bool:
     return rec.continuation or rec.msg[:1].isspace()
 
 
-def wants_stream(path: str) -> bool:
-    """A regular, uncompressed text file big enough for the whole-input path to cost memory."""
+def wants_stream(path: str, size: int = STREAM_MIN) -> bool:
+    """A regular, uncompressed text file of at least `size` bytes (big enough for the whole-input path to cost
+    memory)."""
     try:
         st = os.stat(path)
     except OSError:
         return False
     import stat
-    if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN:
+    if not stat.S_ISREG(st.st_mode) or st.st_size < size:
         return False
     with open(path, "rb") as fh:
         return head_streams(fh.read(8192))
