@@ -22,7 +22,7 @@ from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.rank import Candidate, candidates
 from logdoctor.matching.verdict import atlas_verdict, decide
 from logdoctor.records import ReadResult
-from logdoctor.sources.spec import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
+from logdoctor.scan.sources import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.timeline import Attempt, Timeline, build
 from logdoctor.vocab import TIERS, UNKNOWN
 

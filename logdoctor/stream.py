@@ -1,5 +1,9 @@
 """Large text files read in chunks, with a bounded record store (issue 11: linear time, flat memory).
 
+explain now reads a large input through the scan (scan/reader.py, issue 20), which parses only the lines the
+prefilter selects and stores their records in `Keep`; `read_stream`/`read_file` below remain the chunked parse of
+every line (the reference the tests compare the whole-input path with).
+
 `read.read_bytes` holds the raw bytes, the decoded text, every line and every Record at once: about 9x the input
 (900 MB for a 100 MB journal). A file above `STREAM_MIN` bytes is read here instead: 4 MiB chunks, each decoded and
 split on its own (a UTF-8 sequence never contains "\\n", so cutting after the last newline is safe), fed to the same

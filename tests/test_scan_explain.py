@@ -62,7 +62,7 @@ def _summary(d) -> tuple:
 
 
 def test_the_scan_reads_it(big):
-    from logdoctor.sources.spec import read_any
+    from logdoctor.scan.sources import read_any
 
     res = read_any(big)
     st = res.stats

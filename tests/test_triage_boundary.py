@@ -17,8 +17,8 @@ pd = pytest.importorskip("pandas")
 
 import logdoctor  # noqa: E402
 from logdoctor.scan.boundary import BoundaryCheck  # noqa: E402
+from logdoctor.scan.prefilter import shared as _prefilter  # noqa: E402
 from logdoctor.scan.scan import scan  # noqa: E402
-from logdoctor.triage.runner import _prefilter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SRUN = ROOT / "fixtures" / "journals" / "rt10-a20-prefix-srun" / "journal.log"
