@@ -101,3 +101,31 @@ def test_the_scan_cuts_where_attempts_cut():
 
     assert _CONFIG.pattern == "|".join(STARTS)
     assert {_unanchor(p) for p in STARTS} | {BOOT + " "} == set(groups().boundary)
+
+
+def test_damage_counts_cover_every_line(tmp_path):
+    """NUL bytes, invalid UTF-8, over-long lines and lines over MATCH_CAP in the routine middle of a large input
+    (lines the scan passes without a parse) are counted as the whole-input path counts them."""
+    rng = random.Random(5)
+    p = tmp_path / "damaged.log"
+    seed = make_inputs.SEED.read_text().splitlines()
+    with p.open("w") as fh:
+        fh.write(HEALTHY.read_text())
+        sec = _serving(fh, rng, 3600, SMALL_SEGMENT)
+        _serving(fh, rng, sec, 1 << 20)
+        fh.write("\n".join(seed) + "\n")
+    data = bytearray(p.read_bytes())
+    mid = len(data) // 2
+    at = data.index(b"\n", mid) + 1
+    bad = b"May 12 10:00:00 h python3[1]: a \x00\x00 NUL run, bad \xff\xfe bytes\n" + b"x" * 100_000 + b"\n"
+    bad += b"y" * 9000 + b"\n"
+    data[at:at] = bad
+    p.write_bytes(bytes(data))
+    from logdoctor.scan.sources import read_any
+
+    got = read_any(p).stats
+    want = read.read_bytes(bytes(data), str(p)).stats
+    assert got.scanned > 0
+    for k in ("read", "bad_bytes", "nul_bytes", "cut_lines", "cut_bytes", "long_lines", "encoding"):
+        assert getattr(got, k) == getattr(want, k), k
+    assert got.nul_bytes == 2 and got.bad_bytes == 2 and got.cut_lines == 1 and got.long_lines == 2
