@@ -292,6 +292,9 @@ def head_streams(head: bytes) -> bool:
     from logdoctor.formats import journal_export
     from logdoctor.intake import detect_encoding
     from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
+    lone_cr = head.count(b"\r") - head.count(b"\r\n")
+    if lone_cr > 0 and lone_cr >= 4 * head.count(b"\n"):
+        return False        # lines ended by lone CRs: the whole-input path's repair makes them lines first
     return sniff_compression(head[:8]) is None and not head.startswith(JOURNAL_MAGIC) \
         and not journal_export.looks_like_export(head) and detect_encoding(head) == "utf-8"   # UTF-16: whole path
 
