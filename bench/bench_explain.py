@@ -9,7 +9,9 @@ Rows (issue 11):
   multi    explain on a 20 000-line multi-attempt journal (interleaved with `python -c pass` as well)
   dense    explain on traceback-dense logs of 10 000 and 20 000 lines: wall time and peak RSS per size
   big      explain on 100 MB and 200 MB serving logs that end in a KV-pool failure: wall and peak RSS per size
-The last two print the 2n/n ratio of wall time (linear: about 2) and of peak RSS (flat: about 1).
+The last two print the 2n/n ratio of wall time (linear: about 2) and of peak RSS (flat: about 1); big also runs a
+bare Python line loop over each file (`for _ in open(f, 'rb'): pass`) and prints explain's ratio to it and its
+MB/s (issue 20's targets: ≤ 10× the loop, ≥ 50 MB/s, peak RSS ≤ 200 MB).
 
 Inputs come from bench/make_inputs.py (generated into bench/.inputs, not committed). Bytecode is compiled first
 (`compileall`), since a pip-installed package has it and this environment may set PYTHONDONTWRITEBYTECODE.
@@ -65,6 +67,19 @@ def sized(names: list[str], runs: int) -> list[tuple[str, float, int, float]]:
     return out
 
 
+# the issue's yardstick for a full read: a bare Python loop over the file's lines, nothing done per line
+LINE_LOOP = "import sys\nfor _ in open(sys.argv[1], 'rb'):\n    pass"
+
+
+def _line_loop_rows(rows: list[tuple[str, float, int, float]], runs: int) -> list[str]:
+    """explain on each big file against a bare Python line loop over the same file (target: ≤ 10×, ≥ 50 MB/s)."""
+    out = ["", "| big file | explain | MB/s | bare line loop | explain / loop |", "|---|---|---|---|---|"]
+    for name, mb, _rss, wall in rows:
+        loop = statistics.median(run_once([PY, "-c", LINE_LOOP, str(INPUTS / name)])[0] for _ in range(runs))
+        out.append(f"| {name} | {wall:.2f} s | {mb / wall:.0f} | {loop:.2f} s | **{wall / loop:.1f}×** |")
+    return out
+
+
 def main(argv: list[str]) -> None:
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 10
     large = int(argv[argv.index("--large-runs") + 1]) if "--large-runs" in argv else 1
@@ -104,6 +119,8 @@ def main(argv: list[str]) -> None:
             lines.append(f"| {name} | {mb:.1f} MB | {wall:.2f} s | {rss / 1024:.0f} MB |")
         (_, _, r1, w1), (_, _, r2, w2) = rows
         lines.append(f"| 2n / n | 2× | {w2 / w1:.2f}× | {r2 / r1:.2f}× |")
+        if key == "big":
+            lines += _line_loop_rows(rows, large)
     print("\n".join(lines))
 
 

@@ -2,7 +2,8 @@
 prefilter patterns: the practical I/O limit) and Drain3 template mining over the same lines (the common log-mining
 library; a bench-only extra: pip install drain3).
 
-    python bench/bench_triage.py gen DIR [--size MB] [--seed N]     # the archive (default 1024 MB)
+    python bench/bench_triage.py gen DIR [--size MB] [--seed N] [--failing P]   # the archive (default 1024 MB;
+                                                                     --failing 1: failure-dense)
     python bench/bench_triage.py run DIR [--drain-mb MB] [--repeat N] [--skip-dask] [--json OUT]
 
 The archive: hosts/hNN/engine.log[.N][.gz] made of fixture attempts (host names rewritten) separated by long
@@ -66,12 +67,12 @@ def _rehost(text: str, host: str) -> str:
                   lambda m: f"{m.group(1)} {host} ", text, flags=re.M)
 
 
-def gen(out: Path, size_mb: int, seed: int) -> None:
+def gen(out: Path, size_mb: int, seed: int, failing: float = 0.3) -> None:
     rnd = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     logs = {c: (FIX / c / "journal.log").read_text() for c in HEALTHY + FAILING if (FIX / c / "journal.log").exists()}
     healthy = [c for c in HEALTHY if c in logs]
-    failing = [c for c in FAILING if c in logs]
+    failing_rate, failing = failing, [c for c in FAILING if c in logs]
     written, n = 0, 0
     target = size_mb << 20
     blocks: dict[str, bytes] = {}
@@ -84,7 +85,7 @@ def gen(out: Path, size_mb: int, seed: int) -> None:
             parts.append(_rehost(logs[rnd.choice(healthy)], host).encode())
             for _ in range(rnd.randrange(2, 6)):
                 parts.append(noise)
-            if rnd.random() < 0.3:
+            if rnd.random() < failing_rate:
                 parts.append(_rehost(logs[rnd.choice(failing)], host).encode())
             size = sum(len(p) for p in parts)
         data = b"".join(parts)
@@ -199,7 +200,7 @@ def cores_available(seconds: float = 1.5) -> float:
 
 def run(root: Path, drain_mb: int, skip_dask: bool, repeat: int = 3) -> dict:
     sys.path.insert(0, str(ROOT))
-    from logdoctor.triage.prefilter import best_engine, best_scanner, grep_pattern
+    from logdoctor.scan.prefilter import best_engine, best_scanner, grep_pattern
     plain, gz = _files(root)
     total, lines = _uncompressed(plain, gz)
     res: dict = {"archive": str(root), "files": len(plain) + len(gz), "gz_files": len(gz), "bytes": total,
@@ -295,6 +296,8 @@ def main() -> None:
     g.add_argument("dir", type=Path)
     g.add_argument("--size", type=int, default=1024, help="MB of uncompressed logs (default 1024)")
     g.add_argument("--seed", type=int, default=13)
+    g.add_argument("--failing", type=float, default=0.3, help="chance that a serving stretch ends in a failing "
+                   "attempt (default 0.3; 1.0: a failure-dense archive, every stretch of serving ends in a failure)")
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
     r.add_argument("--drain-mb", type=int, default=0, help="Drain3 over the first MB only, scaled (default 0: all "
@@ -304,7 +307,7 @@ def main() -> None:
     r.add_argument("--json", type=Path)
     a = ap.parse_args()
     if a.cmd == "gen":
-        gen(a.dir, a.size, a.seed)
+        gen(a.dir, a.size, a.seed, a.failing)
     else:
         res = run(a.dir, a.drain_mb, a.skip_dask, a.repeat)
         if a.json:

@@ -21,8 +21,8 @@ from logdoctor.matching.decide import DECISIVE_CONFIDENCE, MIN_CONFIDENCE, healt
 from logdoctor.matching.loader import Rule, load_rules
 from logdoctor.matching.rank import Candidate, candidates
 from logdoctor.matching.verdict import atlas_verdict, decide
-from logdoctor.read import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.records import ReadResult
+from logdoctor.scan.sources import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.timeline import Attempt, Timeline, build
 from logdoctor.vocab import TIERS, UNKNOWN
 

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from logdoctor import rxcache
+from logdoctor.engines import each
 from logdoctor.records import META, SERVICE, SYSTEMD, Record
 
 FOREIGN = "foreign"   # Record.extra key set on lines of other programs
@@ -32,7 +33,12 @@ _OTHER_SD = rxcache.compile(r"Session \d+ of User|User Manager for UID|user@\d+|
 # (a generic "python" is not enough: on a shared host another user's notebook is python too)
 _ENGINE_COMM = rxcache.compile(r"sglang|vllm|ray::|raylet|trtllm|text-generation|lmdeploy|EngineCore|Worker|[Ss]chedul|"
                                r"[Dd]etoken|[Tt]okenizer", re.I)
-_CONFIG = rxcache.compile(r"^server_args=|non-default args:|^vLLM (?:server|API server) version")
+# Where an attempt starts, on a message: every engine's config dump or version banner (Engine.config_dump), and a
+# new boot (journalctl's "-- Boot ID --" line). The one table: the scan's boundary patterns (scan/prefilter.py) and
+# its boundary check (scan/boundary.py) are derived from it, so the two cuts cannot disagree.
+STARTS: tuple[str, ...] = each("config_dump")
+BOOT = "-- Boot"
+_CONFIG = rxcache.compile("|".join(STARTS))
 
 
 @dataclass
@@ -206,7 +212,7 @@ class _Cutter:
                 self.exited = True
             return new
         if r.transport == META:
-            return r.msg.startswith("-- Boot") and self.has_own
+            return r.msg.startswith(BOOT) and self.has_own
         if r.transport == SERVICE and not r.extra.get(FOREIGN):
             if _CONFIG.search(r.msg) and self.seen_config and self.seen_progress:
                 return True

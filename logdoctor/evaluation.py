@@ -79,7 +79,7 @@ def score(case: Case, d) -> CaseResult:
 def run(dirs, *, rule_dirs=(), classifier="default", mode="combined") -> list[CaseResult]:
     from logdoctor.api import diagnose_timeline
     from logdoctor.matching.loader import load_rules
-    from logdoctor.read import read_any
+    from logdoctor.scan.sources import read_any
     from logdoctor.timeline import build
     rules = load_rules(tuple(rule_dirs))
     clf = None

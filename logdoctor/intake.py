@@ -193,6 +193,18 @@ def repair_lines(lines: list[str], origin: str = "<lines>") -> tuple[list[str], 
     return out, dmg
 
 
+def _may_hold_line_over(data: bytes, cap: int) -> bool:
+    """False when no line of `data` is longer than `cap` bytes; True when one may be (the exact regexes decide).
+    A line longer than cap = 2s covers a whole s-byte window aligned on a multiple of s, so a newline in every such
+    window rules it out: one memchr per s bytes, where the regexes step through every byte in Python's engine."""
+    step = max(cap // 2, 1)
+    find = data.find
+    for pos in range(0, len(data), step):
+        if find(b"\n", pos, pos + step) < 0:
+            return True
+    return False
+
+
 def repair_chunk(data: bytes, dmg: Damage, lines_before: int) -> bytes:
     """`repair` for one chunk of a streamed file (stream.py): NUL runs replaced, lines over LINE_CAP cut, counted
     into `dmg` with line numbers of the whole input. The encoding was checked on the file's head."""
@@ -205,8 +217,9 @@ def repair_chunk(data: bytes, dmg: Damage, lines_before: int) -> bytes:
             dmg.first_nul_line = lines_before + data.count(b"\n", 0, data.find(b"\x00")) + 1
         dmg.nul_bytes += n
         data = _NUL_RUN.sub(_REPLACEMENT, data)
-    if len(data) > limits.MATCH_CAP:
-        dmg.long_lines += sum(1 for _ in _OVER_MATCH_CAP.finditer(data))
+    if len(data) <= limits.MATCH_CAP or not _may_hold_line_over(data, limits.MATCH_CAP):
+        return data     # no line over MATCH_CAP, so none over LINE_CAP (LINE_CAP > MATCH_CAP)
+    dmg.long_lines += sum(1 for _ in _OVER_MATCH_CAP.finditer(data))
     if len(data) > limits.LINE_CAP:
         part = Damage()
         data = _cut_long_lines(data, part)

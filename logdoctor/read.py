@@ -10,16 +10,15 @@ repaired and counted by intake.repair (docs/reliability.md).
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from datetime import datetime
 
 from logdoctor.engines.prefixes import split_prefix
-from logdoctor.errors import InputError, UsageError
+from logdoctor.errors import InputError
 from logdoctor.formats import Outer, container, journal_export, journal_json, journal_text, wrappers
 from logdoctor.formats.clean import clean, mostly_control
-from logdoctor.intake import Damage, repair, repair_lines, sniff
+from logdoctor.intake import Damage, repair, sniff
 from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
 
 EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 1000 --no-pager | logdoctor explain"
@@ -81,85 +80,113 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None,
     return res
 
 
-def read_lines(lines: Iterable[str], origin: str = "<text>", *, year: int | None = None,
-               head: list[str] | None = None, sink=None) -> ReadResult:
-    """Text lines (any mixture of formats) → records. A streaming caller (stream.py) passes an iterator, its first
-    lines as `head` (at least the 600 that format detection reads) and a `sink` that stores the records."""
+def read_lines(lines: Iterable, origin: str = "<text>", *, year: int | None = None,
+               head: list[str] | None = None, sink=None, numbered: bool = False) -> ReadResult:
+    """Text lines (any mixture of formats) → records. A streaming caller passes an iterator, its first lines as
+    `head` (at least the 600 that format detection reads) and a `sink` that stores the records. `numbered`: the
+    lines are (input line number, text) pairs, a selection of the input (the scan's), and records keep those
+    numbers."""
     if head is None:
-        lines = head = list(lines)
-    year = year or datetime.now().year
-    stats = Stats()
-    records: list[Record] = sink if sink is not None else []
-    unparsed: list[Unparsed] = []
-    compose_names = _compose_names(head)
-    wrap_kinds, stats.unknown_prefix = wrappers.detect(head)
-    if compose_names:
-        stats.unknown_prefix = None
-    unknown_rx = wrappers.unknown_rx(stats.unknown_prefix)
-    if unknown_rx is not None:
-        wrap_kinds = wrap_kinds | {("unknown", unknown_rx)}
-    prev_outer: Outer | None = None     # the last journal-text header, for continuation lines
-    prev_rec: Record | None = None
-    for i, raw in enumerate(lines, 1):
+        lines = list(lines)
+        head = [t for _, t in lines] if numbered else lines
+    reader = _LineReader(head, year or datetime.now().year, sink)
+    feed = reader.feed
+    for i, raw in (lines if numbered else enumerate(lines, 1)):
+        feed(i, raw)
+    records = sink.records() if sink is not None else reader.records
+    return ReadResult(records=records, stats=reader.stats, unparsed=reader.unparsed, origin=origin)
+
+
+class _LineReader:
+    """One input line at a time → a Record (or an Unparsed), with the state that spans lines: the log's wrapper
+    prefixes and compose names (read from its head), and the last journal header and record (continuations)."""
+
+    def __init__(self, head: list[str], year: int, sink=None):
+        self.year = year
+        self.stats = Stats()
+        self.records: list[Record] = sink if sink is not None else []
+        self.unparsed: list[Unparsed] = []
+        self.compose_names = _compose_names(head)
+        wrap_kinds, self.stats.unknown_prefix = wrappers.detect(head)
+        if self.compose_names:
+            self.stats.unknown_prefix = None
+        unknown_rx = wrappers.unknown_rx(self.stats.unknown_prefix)
+        if unknown_rx is not None:
+            wrap_kinds = wrap_kinds | {("unknown", unknown_rx)}
+        self.wrap_kinds = wrap_kinds
+        self.prev_outer: Outer | None = None     # the last journal-text header, for continuation lines
+        self.prev_rec: Record | None = None
+
+    def _unparsed(self, i: int, line: str, reason: str) -> None:
+        self.stats.unparsed += 1
+        self.unparsed.append(Unparsed(i, line[:200], reason))
+
+    def feed(self, i: int, raw: str) -> None:
+        stats = self.stats
         stats.read += 1
         line, frames = clean(raw.rstrip("\n"))
         stats.collapsed_frames += frames
         if line.endswith("\r"):
             line = line.rstrip("\r")
         if mostly_control(line):
-            stats.unparsed += 1
-            unparsed.append(Unparsed(i, line[:200], "binary junk"))
-            continue
-        # journalctl's own separator lines
-        meta = journal_text.parse_meta(line)
+            self._unparsed(i, line, "binary junk")
+            return
+        meta = journal_text.parse_meta(line)        # journalctl's own separator lines
         if meta is not None:
             rec = Record(line=i, msg=meta.msg, text=meta.msg, fmt=meta.fmt, transport=META, extra=meta.extra)
-            _emit(records, stats, rec, skipped=True)
-            prev_outer, prev_rec = None, rec
-            continue
-        # json / json-seq (journalctl -o json): one entry per line, MESSAGE may be multi-line
-        if line[:1] in ("{", "\x1e"):
-            entry = journal_json.parse_json_line(line)
-            if entry is not None:
-                outer = journal_json.entry_outer(entry, "journal-json")
-                for rec in _entry_records(outer, i, i):
-                    _emit(records, stats, rec, count=False)
-                stats.parsed += 1
-                stats.count_format("journal-json")
-                prev_outer, prev_rec = None, records[-1] if records else prev_rec
-                continue
-            if journal_json.looks_like_json_entry(line):
-                stats.unparsed += 1
-                unparsed.append(Unparsed(i, line[:200], "broken journal JSON (truncated line?)"))
-                continue
-        # indented continuation of a multi-line message in short output
-        if prev_outer is not None and line[:1].isspace():
-            cont = journal_text.continuation_text(line, prev_outer.msg_col)
-            if cont is not None:
-                rec = _record(prev_outer, cont, i, continuation=True, inherit=prev_rec, wrap=wrap_kinds)
-                _emit(records, stats, rec)
-                prev_rec = rec
-                continue
-        outer = journal_text.parse(line, year)
-        if outer is None and compose_names:
+            _emit(self.records, stats, rec, skipped=True)
+            self.prev_outer, self.prev_rec = None, rec
+            return
+        if line[:1] in ("{", "\x1e") and self._json(i, line):
+            return
+        if self.prev_outer is not None and line[:1].isspace() and self._continuation(i, line):
+            return
+        outer = self._outer(line)
+        rec = _record(outer, outer.msg, i, inherit=self.prev_rec, wrap=self.wrap_kinds)
+        _emit(self.records, stats, rec, skipped=not rec.msg.strip())
+        if "wrapper" in rec.extra:
+            stats.prefixes[rec.extra["wrapper"]] = stats.prefixes.get(rec.extra["wrapper"], 0) + 1
+        self.prev_outer = outer if outer.fmt in _SHORT_FORMATS else None
+        self.prev_rec = rec
+
+    def _json(self, i: int, line: str) -> bool:
+        """json / json-seq (journalctl -o json): one entry per line, MESSAGE may be multi-line. False: not JSON."""
+        entry = journal_json.parse_json_line(line)
+        if entry is not None:
+            outer = journal_json.entry_outer(entry, "journal-json")
+            for rec in _entry_records(outer, i, i):
+                _emit(self.records, self.stats, rec, count=False)
+            self.stats.parsed += 1
+            self.stats.count_format("journal-json")
+            self.prev_outer, self.prev_rec = None, self.records[-1] if self.records else self.prev_rec
+            return True
+        if journal_json.looks_like_json_entry(line):
+            self._unparsed(i, line, "broken journal JSON (truncated line?)")
+            return True
+        return False
+
+    def _continuation(self, i: int, line: str) -> bool:
+        """An indented continuation of a multi-line message in short output."""
+        assert self.prev_outer is not None
+        cont = journal_text.continuation_text(line, self.prev_outer.msg_col)
+        if cont is None:
+            return False
+        rec = _record(self.prev_outer, cont, i, continuation=True, inherit=self.prev_rec, wrap=self.wrap_kinds)
+        _emit(self.records, self.stats, rec)
+        self.prev_rec = rec
+        return True
+
+    def _outer(self, line: str) -> Outer:
+        outer = journal_text.parse(line, self.year)
+        if outer is None and self.compose_names:
             outer = container.parse_compose(line)
-            if outer is not None and outer.ident not in compose_names:
+            if outer is not None and outer.ident not in self.compose_names:
                 outer = None
         if outer is None:
             outer = container.parse_timestamped(line)
         if outer is None:
             outer = container.parse_generic_timestamp(line)
-        if outer is None:
-            outer = Outer(fmt="raw", msg=line)
-        rec = _record(outer, outer.msg, i, inherit=prev_rec, wrap=wrap_kinds)
-        _emit(records, stats, rec, skipped=not rec.msg.strip())
-        if "wrapper" in rec.extra:
-            stats.prefixes[rec.extra["wrapper"]] = stats.prefixes.get(rec.extra["wrapper"], 0) + 1
-        prev_outer = outer if outer.fmt in _SHORT_FORMATS else None
-        prev_rec = rec
-    if sink is not None:
-        records = sink.records()
-    return ReadResult(records=records, stats=stats, unparsed=unparsed, origin=origin)
+        return outer if outer is not None else Outer(fmt="raw", msg=line)
 
 
 def read_entries(entries: Iterable, origin: str = "<journal>", *, fmt: str = "journal", numbered: bool = False
@@ -210,24 +237,36 @@ def _record(outer: Outer, msg: str, line: int, *, continuation: bool = False, in
                  extra=dict(outer.extra) if outer.extra else {})
     if w.wrapper:
         rec.extra["wrapper"] = w.wrapper
-    if p.tag_pid is not None:
-        rec.extra["tag_pid"] = str(p.tag_pid)
-    elif w.pid is not None:
-        rec.extra["tag_pid"] = str(w.pid)
-    # A line without an engine prefix continues the last prefixed line of the same writer (SGLang prints a
-    # traceback as one multi-line log record: only its first line has the [time TPn] prefix).
-    if engine is None and inherit is not None and inherit.transport == transport and inherit.pid == rec.pid \
-            and inherit.host == rec.host and inherit.ident == rec.ident:
-        rec.rank = rec.rank or inherit.rank
-        rec.proc = rec.proc or inherit.proc
-        rec.prefix_engine = None
-        if "tag_pid" in inherit.extra:
-            rec.extra["tag_pid"] = inherit.extra["tag_pid"]
-    if transport == SERVICE and rec.ident == "kernel":
-        rec.transport = KERNEL
-    if transport == SERVICE and rec.ident == "systemd" and rec.pid == 1:
-        rec.transport = SYSTEMD
+    tag_pid = p.tag_pid if p.tag_pid is not None else w.pid
+    if tag_pid is not None:
+        rec.extra["tag_pid"] = str(tag_pid)
+    if engine is None and inherit is not None:
+        _inherit(rec, inherit)
+    if transport == SERVICE:
+        rec.transport = _service_transport(rec)
     return rec
+
+
+def _inherit(rec: Record, inherit: Record) -> None:
+    """A line without an engine prefix continues the last prefixed line of the same writer (SGLang prints a
+    traceback as one multi-line log record: only its first line has the [time TPn] prefix)."""
+    if inherit.transport != rec.transport or inherit.pid != rec.pid or inherit.host != rec.host \
+            or inherit.ident != rec.ident:
+        return
+    rec.rank = rec.rank or inherit.rank
+    rec.proc = rec.proc or inherit.proc
+    rec.prefix_engine = None
+    if "tag_pid" in inherit.extra:
+        rec.extra["tag_pid"] = inherit.extra["tag_pid"]
+
+
+def _service_transport(rec: Record) -> str:
+    """A service line written by the kernel or by systemd (pid 1) is theirs."""
+    if rec.ident == "kernel":
+        return KERNEL
+    if rec.ident == "systemd" and rec.pid == 1:
+        return SYSTEMD
+    return SERVICE
 
 
 def _emit(records: list[Record], stats: Stats, rec: Record, *, skipped: bool = False, count: bool = True) -> None:
@@ -248,120 +287,3 @@ def _compose_names(lines: list[str]) -> set[str]:
             if o is not None and o.ident:
                 counts[o.ident] = counts.get(o.ident, 0) + 1
     return {k for k, v in counts.items() if v >= 3 or (v >= 1 and v * 2 >= min(len(lines), 400))}
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# sources: what the API and the CLI read (a file, stdin, text, lines, journal files or the live journal)
-
-def read_any(source, *, strict: bool = True) -> ReadResult:
-    """text | bytes | path | iterable of lines → ReadResult (strict: refuse binary/empty input with InputError).
-
-    Explicit, never guessed (docs/api.md): a `pathlib.Path` (any os.PathLike) is a file to read; a `str` is always
-    the log text itself, even when it happens to name an existing file — pass `Path(name)` for a file."""
-    if isinstance(source, bytes):
-        if strict:
-            check_bytes(source, "<bytes>")
-        return read_bytes(source, "<bytes>")
-    if isinstance(source, os.PathLike):
-        from logdoctor.sources.files import read_source
-        return _read_raw(read_source(source), strict=strict)
-    if isinstance(source, str):
-        data = source.encode("utf-8", "surrogateescape")
-        if strict:
-            check_bytes(data, "<text>")
-        return read_bytes(data, "<text>")
-    if isinstance(source, Iterable):
-        lines = [ln.decode("utf-8", "replace") if isinstance(ln, bytes) else str(ln) for ln in source]
-        lines = [ln[:-1] if ln.endswith("\n") else ln for ln in lines]
-        if strict and not any(ln.strip() for ln in lines):
-            raise InputError("empty input — no log lines")
-        lines, dmg = repair_lines(lines)     # the same policy as for bytes (intake.py)
-        res = read_lines(lines, "<lines>")
-        res.stats.nul_bytes, res.stats.cut_lines, res.stats.cut_bytes, res.stats.long_lines = \
-            dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines
-        res.warnings += dmg.notes
-        return res
-    raise UsageError(f"cannot read a log from {type(source).__name__}")
-
-
-def read_source_spec(source=None, *, unit=None, since=None, boot=None, lines=None, journal_files=(),
-                     journal_dir=None) -> ReadResult:
-    """The CLI's sources: journal files / a journal directory / the live journal of a unit, else a file (or stdin
-    when `source` is None or '-'); `lines` keeps the last N entries."""
-    if journal_files or journal_dir or unit:
-        if source:
-            raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
-        from logdoctor.sources.journal import iter_journal_entries
-        entries = list(iter_journal_entries(files=tuple(journal_files), directory=journal_dir, unit=unit, since=since,
-                                            boot=boot, lines=lines))
-        origin = unit or (journal_files[0] if journal_files else journal_dir)
-        if not entries:
-            raise InputError(f"no journal entries for {origin}" + (f" (unit {unit})" if unit else ""))
-        return read_entries(entries, origin)
-    from logdoctor import stream
-    stdin = None
-    if source not in (None, "-"):
-        if stream.wants_stream(str(source)):   # a big text file: chunked, bounded memory (stream.py)
-            res = stream.read_file(str(source))
-            _warn_ignored(res, str(source), since, boot)
-            if lines:
-                res.records = [r for r in res.records if r.line > res.stats.read - lines]
-            return res
-    else:   # a pipe: its first STREAM_MIN bytes decide, as a file's size does
-        import sys
-
-        from logdoctor.sources.guard import waiting
-        fh = sys.stdin.buffer
-        with waiting("<stdin>", "the input has not ended"):   # `(cat log; sleep 60) |`: say why nothing happens
-            head = fh.read(stream.STREAM_MIN)
-        if len(head) >= stream.STREAM_MIN and stream.head_streams(head[:8192]):
-            res = stream.read_stream(fh, "<stdin>", prefix=head)
-            if lines:
-                res.records = [r for r in res.records if r.line > res.stats.read - lines]
-            return res
-        stdin = _Prefixed(head, fh)
-    from logdoctor.sources.files import read_source
-    raw = read_source(source, stdin=stdin)
-    if raw.is_journal_file:
-        from logdoctor.sources.journal import iter_journal_entries
-        return read_entries(iter_journal_entries(files=[raw.origin], since=since, boot=boot, lines=lines), raw.origin)
-    res = _read_raw(raw, strict=True)
-    _warn_ignored(res, raw.origin, since, boot)
-    if lines:
-        res.records = [r for r in res.records if r.line > res.stats.read - lines]
-    return res
-
-
-class _Prefixed:
-    """A binary stream whose first bytes were already read (`head`): reads give them back first."""
-
-    def __init__(self, head: bytes, fh):
-        self.head, self.fh = head, fh
-
-    def read(self, n: int = -1) -> bytes:
-        if self.head:
-            if n is None or n < 0:
-                out, self.head = self.head + self.fh.read(), b""
-                return out
-            out, self.head = self.head[:n], self.head[n:]
-            return out
-        return self.fh.read(n)
-
-
-def _warn_ignored(res: ReadResult, origin: str, since, boot) -> None:
-    ignored = [o for o, v in (("--since", since), ("--boot", boot)) if v is not None]
-    if ignored:   # options that would do nothing say so (docs/cli.md)
-        res.warnings.append(
-            f"{' and '.join(ignored)} {'only filter' if len(ignored) > 1 else 'only filters'} a journal (--unit, "
-            f"--journal-file, --journal-dir or a .journal file); {origin} is text, read whole — cut it with "
-            f"journalctl --since/-b, or use -n")
-
-
-def _read_raw(raw, *, strict: bool) -> ReadResult:
-    """A file's bytes (sources.files.RawInput): a binary journal file through the journal reader, else text."""
-    if raw.is_journal_file:
-        from logdoctor.sources.journal import iter_journal_entries
-        return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
-    if strict:
-        check_bytes(raw.data, raw.origin)
-    return read_bytes(raw.data, raw.origin, damage=raw.damage)

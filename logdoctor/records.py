@@ -77,7 +77,7 @@ def kernel_sourced(r: Record) -> bool:
 
 @dataclass(slots=True)
 class Stats:
-    """Line accounting: read == parsed + unparsed; skipped counts parsed lines that carry no message."""
+    """Line accounting: read == parsed + unparsed + scanned; skipped counts parsed lines that carry no message."""
 
     read: int = 0
     parsed: int = 0
@@ -94,6 +94,8 @@ class Stats:
     # what the streaming store (stream.Keep) did not keep: not line accounting, so left out of ==
     ring_dropped: int = field(default=0, compare=False)       # routine serving lines its ring let go
     evidence_dropped: int = field(default=0, compare=False)   # evidence lines from the middle of a huge input
+    # a large input read through the scan (scan/reader.py): lines the prefilter passed over without a line parse
+    scanned: int = field(default=0, compare=False)
     formats: dict[str, int] = field(default_factory=dict)
     prefixes: dict[str, int] = field(default_factory=dict)   # process-manager prefixes peeled (ray, torchrun, ...)
     unknown_prefix: str | None = None   # a prefix most lines share that no parser knows (digits shown as N)
@@ -104,6 +106,8 @@ class Stats:
     def line(self) -> str:
         fm = ", ".join(f"{k} {v}" for k, v in sorted(self.formats.items(), key=lambda kv: -kv[1]))
         s = (f"lines: read {self.read}, parsed {self.parsed}, unparsed {self.unparsed}, skipped {self.skipped}")
+        if self.scanned:
+            s += f"; {self.scanned} routine lines passed by the scan without a line parse"
         if self.collapsed_frames:
             s += f"; {self.collapsed_frames} progress-bar frames collapsed"
         if self.bad_bytes:

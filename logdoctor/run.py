@@ -23,8 +23,8 @@ def out(text: str) -> None:
 
 
 def read_input(source, unit, since, boot, lines, journal_file, journal_dir):
-    """Pick the source: journal files / live journal, else a file or stdin (read.read_source_spec)."""
-    from logdoctor.read import read_source_spec
+    """Pick the source: journal files / live journal, else a file or stdin (scan.sources.read_source_spec)."""
+    from logdoctor.scan.sources import read_source_spec
     return read_source_spec(source, unit=unit, since=since, boot=boot, lines=lines, journal_files=journal_file,
                             journal_dir=journal_dir)
 

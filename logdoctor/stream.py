@@ -1,5 +1,9 @@
 """Large text files read in chunks, with a bounded record store (issue 11: linear time, flat memory).
 
+explain now reads a large input through the scan (scan/reader.py, issue 20), which parses only the lines the
+prefilter selects and stores their records in `Keep`; `read_stream`/`read_file` below remain the chunked parse of
+every line (the reference the tests compare the whole-input path with).
+
 `read.read_bytes` holds the raw bytes, the decoded text, every line and every Record at once: about 9x the input
 (900 MB for a 100 MB journal). A file above `STREAM_MIN` bytes is read here instead: 4 MiB chunks, each decoded and
 split on its own (a UTF-8 sequence never contains "\\n", so cutting after the last newline is safe), fed to the same
@@ -269,14 +273,15 @@ def _inside_stanza(rec: Record) -> bool:
     return rec.continuation or rec.msg[:1].isspace()
 
 
-def wants_stream(path: str) -> bool:
-    """A regular, uncompressed text file big enough for the whole-input path to cost memory."""
+def wants_stream(path: str, size: int = STREAM_MIN) -> bool:
+    """A regular, uncompressed text file of at least `size` bytes (big enough for the whole-input path to cost
+    memory)."""
     try:
         st = os.stat(path)
     except OSError:
         return False
     import stat
-    if not stat.S_ISREG(st.st_mode) or st.st_size < STREAM_MIN:
+    if not stat.S_ISREG(st.st_mode) or st.st_size < size:
         return False
     with open(path, "rb") as fh:
         return head_streams(fh.read(8192))
@@ -287,6 +292,9 @@ def head_streams(head: bytes) -> bool:
     from logdoctor.formats import journal_export
     from logdoctor.intake import detect_encoding
     from logdoctor.sources.files import JOURNAL_MAGIC, sniff_compression
+    lone_cr = head.count(b"\r") - head.count(b"\r\n")
+    if lone_cr > 0 and lone_cr >= 4 * head.count(b"\n"):
+        return False        # lines ended by lone CRs: the whole-input path's repair makes them lines first
     return sniff_compression(head[:8]) is None and not head.startswith(JOURNAL_MAGIC) \
         and not journal_export.looks_like_export(head) and detect_encoding(head) == "utf-8"   # UTF-16: whole path
 

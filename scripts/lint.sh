@@ -35,6 +35,7 @@ FORMATTED=(
   logdoctor/sources/archive.py logdoctor/sources/tarstream.py logdoctor/sources/guard.py logdoctor/formats/visible.py
   tests/test_trust_inputs.py tests/test_fuzz_archives.py
   tests/test_one_pipeline.py tests/test_engine_names.py tests/test_markers.py
+  logdoctor/scan/__init__.py logdoctor/scan/reader.py logdoctor/scan/sources.py tests/test_scan_explain.py
 )
 "$PY" -m ruff check logdoctor tests bench scripts fuzz tools/atlas --extend-exclude tests/data/atlas_src
 "$PY" -m ruff format --check "${FORMATTED[@]}"

@@ -20,14 +20,12 @@ NAMES = re.compile(r"sglang|vllm|(?<![a-z])tgi(?![a-z])|text[-_]generation|lmdep
 
 # module (relative to logdoctor/) -> why it still names an engine; shrink this list as the literals move to engines/
 ALLOWED: dict[str, str] = {
-    "attempts.py": "process names (_ENGINE_COMM) and config-dump wording (_CONFIG): read Engine.process_names and "
-    "engines.config_dump_pattern() (attempts.py is being refactored on another branch)",
+    "attempts.py": "process names (_ENGINE_COMM): read Engine.process_names (attempts.py is being refactored on "
+    "another branch)",
     "decisive.py": "package paths (ENGINE_FILE): read Engine.package_dirs (being refactored on another branch)",
     "timeline.py": "compile paths (_COMPILE_FILES) and worker tags (_WORKER_RANK): read Engine.compile_dirs / "
     "worker_processes (being refactored on another branch)",
     "matching/conditions.py": "the `engine` leaf's syntax example in its schema text (matching/* on another branch)",
-    "triage/prefilter.py": "attempt boundary wordings (BOUNDARY): derive from engines.config_dump_pattern() "
-    "(another branch owns it now)",
     "entry.py": "the fast path's own --engine choice list: derive from engines.ENGINE_NAMES",
     "levers.py": "notes on levers that name the engine whose flag it is; move them onto the engine's LEVER_SIDES",
     "serving.py": "advice text naming one engine's watchdog flag; belongs on that engine's record",

@@ -31,7 +31,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
     ),
     ("formats", "sources", "engines", "read", "stream", "blocks", "corpus", "history", "hints"),
     ("levers", "config", "timeline", "phases", "attempts", "decisive", "serving", "defects", "atlas"),
-    ("matching", "classify", "unitfile"),
+    ("matching", "classify", "unitfile", "scan"),
     ("remedy", "api", "crossattempt", "calibration"),
     ("render", "evaluation", "notify", "watching", "triage", "preflight"),
     ("run", "about"),

@@ -16,9 +16,9 @@ import pytest
 pd = pytest.importorskip("pandas")
 
 import logdoctor  # noqa: E402
-from logdoctor.triage.boundary import BoundaryCheck  # noqa: E402
-from logdoctor.triage.runner import _prefilter  # noqa: E402
-from logdoctor.triage.scan import scan  # noqa: E402
+from logdoctor.scan.boundary import BoundaryCheck  # noqa: E402
+from logdoctor.scan.prefilter import shared as _prefilter  # noqa: E402
+from logdoctor.scan.scan import scan  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SRUN = ROOT / "fixtures" / "journals" / "rt10-a20-prefix-srun" / "journal.log"
@@ -71,7 +71,7 @@ def test_boundary_check_reads_the_logs_own_prefixes():
 
 
 def test_healthy_selection_keeps_a_progress_bar_once_not_per_update():
-    from logdoctor.triage.scan import _thin_bars
+    from logdoctor.scan.scan import _thin_bars
     bar = [(10 + i, f"[TP0] Capturing batches (bs={i} avail_mem=70.{i} GB): {' ' * (i < 10)}{i * 10}%|{'#' * i}| {i}/10"
             .encode()) for i in range(11)]
     other = [(30, b"[TP0] Load weight end. elapsed=3.2 s"), (31, b"[TP1] Load weight end. elapsed=3.3 s")]

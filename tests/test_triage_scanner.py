@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("re2")
 pytest.importorskip("hyperscan")
 
-from logdoctor.triage import scan as scanmod  # noqa: E402
-from logdoctor.triage.prefilter import Prefilter  # noqa: E402
+from logdoctor.scan import scan as scanmod  # noqa: E402
+from logdoctor.scan.prefilter import Prefilter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = sorted(p for p in (ROOT / "fixtures" / "journals").rglob("*") if p.is_file() and p.suffix in (".log", ".txt"))
@@ -124,7 +124,7 @@ def _cache_files(d: Path) -> list[Path]:
 def test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt(tmp_path, monkeypatch):
     """The compiled database (~0.3 s to build) is kept in the cache folder: a second start loads it and scans
     alike; a cut, corrupted or foreign-writable entry is compiled again, never trusted."""
-    from logdoctor.triage import prefilter
+    from logdoctor.scan import prefilter
 
     monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(tmp_path))
     data = _noise(random.Random(11), 3000)
@@ -170,7 +170,7 @@ def test_pattern_groups_are_cached_and_a_bad_entry_is_probed_again(tmp_path, mon
     (a catch-all `.*` slipped in would select every line) is ignored and rebuilt."""
     import json
 
-    from logdoctor.triage import prefilter
+    from logdoctor.scan import prefilter
 
     monkeypatch.setenv("LOGDOCTOR_CACHE_DIR", str(tmp_path))
     prefilter.groups.cache_clear()

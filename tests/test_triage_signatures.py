@@ -18,9 +18,9 @@ import yaml
 pytest.importorskip("pandas")
 
 import logdoctor  # noqa: E402
+from logdoctor.scan import scan as scan_mod
+from logdoctor.scan.prefilter import Prefilter  # noqa: E402
 from logdoctor.triage import analyse  # noqa: E402
-from logdoctor.triage import scan as scan_mod
-from logdoctor.triage.prefilter import Prefilter  # noqa: E402
 from logdoctor.triage.signatures import mask  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "journals"

@@ -138,7 +138,7 @@ def case_row(d: Path) -> Row | None:
     from logdoctor.preflight import model as mdl
     from logdoctor.preflight.health import Sign  # noqa: F401 - same import path as the CLI
     from logdoctor.preflight.verdict import decide
-    from logdoctor.read import read_any
+    from logdoctor.scan.sources import read_any
     from logdoctor.timeline import build
 
     log = d / "journal.log"

@@ -91,7 +91,7 @@ class Parsed:
 
 
 def parse_cases(cases) -> list[Parsed]:
-    from logdoctor.read import read_any
+    from logdoctor.scan.sources import read_any
     from logdoctor.timeline import build
     out = []
     for case in sorted(cases, key=lambda c: c.id):

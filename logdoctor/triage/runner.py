@@ -16,22 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from logdoctor import limits
+from logdoctor.scan.prefilter import shared as prefilter
+from logdoctor.scan.scan import ScanStats, repaired_stream, scan
 from logdoctor.sources.archive import Budget
 from logdoctor.triage.analyse import analyse_entries, analyse_lines
 from logdoctor.triage.inputs import NOT_LOG_SUFFIXES, InputSpec, LogStream, Skipped, Unreadable, open_logs
-from logdoctor.triage.scan import ScanStats, repaired_stream, scan
 
-_PF = None
 CONTEXT_ATTEMPTS = 3
 NO_SERVICE = "no lines of an inference service in it"
-
-
-def _prefilter():
-    global _PF
-    if _PF is None:
-        from logdoctor.triage.prefilter import Prefilter
-        _PF = Prefilter()
-    return _PF
 
 
 @dataclass
@@ -158,18 +150,8 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     if log.journal:
         _journal_stream(spec, log, out, meta)
         return
-    stats = ScanStats()
-    rows: list[dict] = []
-    try:
-        head = log.stream.read(65536)
-    except Exception as exc:  # noqa: BLE001 - corrupt compressed data surfaces on read
-        out.inputs.append(_acct(spec.path, log.member, "unreadable", _bad_data(log, exc), 0, out))
-        return
-    if not head.strip():
-        stopped = log.opened.stopped if log.opened else None
-        out.inputs.append(_acct(spec.path, log.member, "unreadable" if stopped else "empty",
-                                f"nothing could be read: {stopped}" if stopped else "no log lines", 0, out,
-                                len(head)))
+    head = _head(spec, log, out)
+    if head is None:
         return
     from logdoctor.formats.journal_export import looks_like_export
     if looks_like_export(head):
@@ -180,12 +162,44 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
         out.inputs.append(_acct(spec.path, log.member, "unreadable", why, 0, out, len(head)))
         return
     stream, head, policy = repaired_stream(log.stream, head)
-    reason = None
+    stats = ScanStats()
+    rows, reason = _scan_rows(stream, head, stats, meta, log)
+    stopped = log.opened.stopped if log.opened else None
+    if stopped and reason is None:
+        reason = stopped + (f"; {len(rows)} attempts read before it" if rows else "")
+    for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
+        r["attempt"] = i
+        r.pop("_start", None)
+    notes = (log.opened.notes if log.opened else []) + policy.notes
+    out.bytes += stats.bytes
+    out.lines += stats.lines
+    _account(spec, log, out, rows, reason, notes, head, stats)
+
+
+def _head(spec: InputSpec, log: LogStream, out: TaskResult) -> bytes | None:
+    """The log's first 64 KiB, or None when it is unreadable or empty (accounted for here)."""
+    try:
+        head = log.stream.read(65536)
+    except Exception as exc:  # noqa: BLE001 - corrupt compressed data surfaces on read
+        out.inputs.append(_acct(spec.path, log.member, "unreadable", _bad_data(log, exc), 0, out))
+        return None
+    if not head.strip():
+        stopped = log.opened.stopped if log.opened else None
+        out.inputs.append(_acct(spec.path, log.member, "unreadable" if stopped else "empty",
+                                f"nothing could be read: {stopped}" if stopped else "no log lines", 0, out,
+                                len(head)))
+        return None
+    return head
+
+
+def _scan_rows(stream, head: bytes, stats: ScanStats, meta: dict, log: LogStream) -> tuple[list[dict], str | None]:
+    """The rows of every attempt segment of the stream, and why reading stopped early (None: it did not)."""
+    rows: list[dict] = []
     # the reduced lines of the last few attempts: rules that compare attempts (a retry after a pool fix, a failure
     # across configs) see them when a failing attempt is diagnosed
     context: deque = deque(maxlen=CONTEXT_ATTEMPTS)
     try:
-        for seg in scan(stream, _prefilter(), first=head, stats=stats):
+        for seg in scan(stream, prefilter(), first=head, stats=stats):
             reduced = _text(seg.lines(full=False))
             # a failure word is only a cue (an NCCL INFO "Failed to open libibverbs" is in every healthy IB-less
             # start): the reduced lines hold every line the prefilter hit, so an attempt they show healthy is
@@ -201,16 +215,14 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
             rows.extend(got or [])
             context.append(reduced)
     except Exception as exc:  # noqa: BLE001 - a stream that breaks mid-way: keep what was read, say why
-        reason = _bad_data(log, exc) + (f"; {len(rows)} attempts read before it" if rows else "")
-    stopped = log.opened.stopped if log.opened else None
-    if stopped and reason is None:
-        reason = stopped + (f"; {len(rows)} attempts read before it" if rows else "")
-    for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
-        r["attempt"] = i
-        r.pop("_start", None)
-    notes = (log.opened.notes if log.opened else []) + policy.notes
-    out.bytes += stats.bytes
-    out.lines += stats.lines
+        return rows, _bad_data(log, exc) + (f"; {len(rows)} attempts read before it" if rows else "")
+    return rows, None
+
+
+def _account(spec: InputSpec, log: LogStream, out: TaskResult, rows: list[dict], reason: str | None,
+             notes: list[str], head: bytes, stats: ScanStats) -> None:
+    """The log's rows and its accounting entry: unreadable (with the rows read before), empty, not a log, or
+    diagnosed / healthy."""
     if reason:
         out.rows.extend(rows)
         out.inputs.append(_acct(spec.path, log.member, "unreadable", reason, len(rows), out, stats.bytes, stats.lines))
@@ -395,7 +407,7 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
 def _warm() -> None:
     from logdoctor.triage.analyse import _pipeline
     _pipeline()
-    _prefilter()
+    prefilter()
 
 
 def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None) -> list[TaskResult]:

@@ -20,8 +20,8 @@ from pathlib import Path
 from logdoctor.atlas import load, lookup
 from logdoctor.atlas.tier import decisive_lines
 from logdoctor.attempts import verdict_attempt
-from logdoctor.read import read_any
 from logdoctor.records import SERVICE
+from logdoctor.scan.sources import read_any
 from logdoctor.timeline import build
 
 _EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): ")

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from logdoctor.triage.boundary import BoundaryCheck
-from logdoctor.triage.prefilter import Prefilter
+from logdoctor.attempts import BOOT
+from logdoctor.scan.boundary import BoundaryCheck
+from logdoctor.scan.prefilter import Prefilter
 
 CHUNK = 4 << 20
 SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
@@ -26,6 +27,7 @@ TAIL = 128 << 10                # ... and its end (the crash with its traceback,
 HEALTHY_CONTEXT = 2 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
 MAX_HITS = 20000                # prefilter hits kept per segment (first half + last half when more)
 MAX_LINE = 1 << 20              # a longer "line" is not a log line: it is cut
+_BOOT = BOOT.encode()           # journalctl's boot line: a new attempt (attempts.split cuts on the same)
 
 
 @dataclass
@@ -270,75 +272,121 @@ def _matches(buf: bytes, pf: Prefilter) -> Iterator:
 def scan(stream, pf: Prefilter, *, first: bytes = b"", stats: ScanStats | None = None) -> Iterator[Segment]:
     """Yield the attempt segments of a binary stream (already decompressed), in order. `first` is data already
     read from the stream (the sniffed head)."""
-    stats = stats if stats is not None else ScanStats()
-    seg = Segment(first_line=1)
-    lineno = 1                     # line number of the first line of the current buffer
-    carry = first
-    check = None                   # built from the log's first buffer: the prefixes the reader will see
-    for buf in _chunks(stream, carry, stats):
-        if check is None:
-            check = BoundaryCheck(buf[:65536])
-        stats.bytes += len(buf)
-        done = 0                   # bytes of buf already given to a segment
-        nls = _Newlines(buf)
-        counted_ln = lineno
-        pending_start = None       # (offset, lineno) of a systemd Start line since the last config dump
-        n = len(buf)
-        for m in _matches(buf, pf):
-            ls = buf.rfind(b"\n", 0, m.start()) + 1
-            le = buf.find(b"\n", m.end())
-            counted_ln = lineno + nls.before(ls)
-            line = buf[ls:le]
-            kind = m.lastgroup
-            if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
-                kind = kind.decode()
-            stats.hits += 1
-            if kind == "r" and pf.boundary.search(line) is not None:
-                kind = "b"      # a marker or rule matched earlier on the line than the config dump did
-            if kind == "b" and not line.startswith(b"-- Boot") and not check.is_config(line):
-                kind = "x"      # server_args= inside a message (a traceback's call), not a config dump
-            if kind == "b":
-                is_boot = line.startswith(b"-- Boot")
-                if (is_boot and seg.nbytes + (ls - done) > 0 and seg.seen_config) or \
-                        (not is_boot and seg.seen_config and seg.seen_progress):
-                    cut, cut_ln = (pending_start if pending_start and not is_boot else (ls, counted_ln))
-                    if cut > done:
-                        seg.add_raw(lineno + nls.before(done), buf[done:cut], cut_ln - lineno - nls.before(done))
-                    done = cut
-                    seg.nlines = cut_ln - seg.first_line
-                    moved = [h for h in seg.hits if h[0] >= cut_ln] + [h for h in seg.hits_tail if h[0] >= cut_ln]
-                    if moved:   # the hits between the start line and the config dump belong to the new attempt
-                        seg.hits = [h for h in seg.hits if h[0] < cut_ln]
-                        seg.hits_tail = deque((h for h in seg.hits_tail if h[0] < cut_ln), maxlen=MAX_HITS // 2)
-                    yield seg
-                    seg = Segment(first_line=cut_ln)
-                    for h in moved:
-                        seg.add_hit(*h)
-                if not is_boot:
-                    seg.seen_config = True
-                    pending_start = None
-            elif kind == "s":
-                seg.signal = True
-                if seg.seen_config:
-                    seg.seen_progress = True
-            elif kind == "r":
-                if seg.seen_config:
-                    seg.seen_progress = True
-                if b"systemd[1]: Start" in line and pending_start is None:
-                    pending_start = (ls, counted_ln)   # "Starting X..." then "Started X" is one start: the first
-            seg.add_hit(counted_ln, line)
-            # a failure word on a line that matched as a marker or rule first still counts
-            if kind != "s" and not seg.signal and pf.signal.search(line) is not None:
-                seg.signal = True
-        if done < n:
+    sc = _Scanner(pf, stats if stats is not None else ScanStats())
+    for buf in _chunks(stream, first, sc.stats):
+        yield from sc.buffer(buf)
+    yield from sc.finish()
+
+
+class _Scanner:
+    """The scan's state across buffers (the open segment, the input line number) and within one buffer (how much
+    of it is given to a segment, a systemd start line that may open the next attempt)."""
+
+    def __init__(self, pf: Prefilter, stats: ScanStats):
+        self.pf, self.stats = pf, stats
+        self.seg = Segment(first_line=1)
+        self.lineno = 1                 # line number of the first line of the current buffer
+        self.check: BoundaryCheck | None = None     # from the log's first buffer: the prefixes the reader will see
+        self.buf = b""
+        self.done = 0                   # bytes of buf already given to a segment
+        self.nls: _Newlines | None = None
+        self.pending_start: tuple[int, int] | None = None   # (offset, lineno) of a systemd Start line since the
+        # last config dump
+
+    def buffer(self, buf: bytes) -> Iterator[Segment]:
+        """The segments one buffer of whole lines closes; the rest of it joins the open segment."""
+        if self.check is None:
+            self.check = BoundaryCheck(buf[:65536])
+        self.stats.bytes += len(buf)
+        self.buf, self.done, self.nls, self.pending_start = buf, 0, _Newlines(buf), None
+        for m in _matches(buf, self.pf):
+            closed = self._hit(m)
+            if closed is not None:
+                yield closed
+        nls, done = self.nls, self.done
+        if done < len(buf):
             first_ln = nls.before(done) if done else 0
-            seg.add_raw(lineno + first_ln, buf[done:], nls.total() - first_ln)
+            self.seg.add_raw(self.lineno + first_ln, buf[done:], nls.total() - first_ln)
         nl = nls.total()
-        lineno += nl
-        stats.lines += nl
-    seg.nlines = lineno - seg.first_line
-    if seg.nbytes or seg.first_line == 1:
-        yield seg
+        self.lineno += nl
+        self.stats.lines += nl
+
+    def finish(self) -> Iterator[Segment]:
+        seg = self.seg
+        seg.nlines = self.lineno - seg.first_line
+        if seg.nbytes or seg.first_line == 1:
+            yield seg
+
+    def _kind(self, m, line: bytes) -> str:
+        """b (a real attempt boundary), s (a failure signal), r (relevant) or x (server_args= inside a message)."""
+        kind = m.lastgroup
+        if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
+            kind = kind.decode()
+        if kind == "r" and self.pf.boundary.search(line) is not None:
+            kind = "b"      # a marker or rule matched earlier on the line than the config dump did
+        if kind == "b" and not line.startswith(_BOOT) and not self.check.is_config(line):  # type: ignore[union-attr]
+            kind = "x"      # server_args= inside a message (a traceback's call), not a config dump
+        return kind
+
+    def _hit(self, m) -> Segment | None:
+        """One prefilter match: maybe a new attempt (the segment it closes is returned), then a kept hit."""
+        buf = self.buf
+        ls = buf.rfind(b"\n", 0, m.start()) + 1
+        le = buf.find(b"\n", m.end())
+        counted_ln = self.lineno + self.nls.before(ls)  # type: ignore[union-attr]
+        line = buf[ls:le]
+        kind = self._kind(m, line)
+        self.stats.hits += 1
+        closed = None
+        seg = self.seg
+        if kind == "b":
+            closed = self._boundary(line, ls, counted_ln)
+            seg = self.seg
+        elif kind == "s":
+            seg.signal = True
+            seg.seen_progress = seg.seen_progress or seg.seen_config
+        elif kind == "r":
+            seg.seen_progress = seg.seen_progress or seg.seen_config
+            if b"systemd[1]: Start" in line and self.pending_start is None:
+                self.pending_start = (ls, counted_ln)   # "Starting X..." then "Started X" is one start: the first
+        seg.add_hit(counted_ln, line)
+        # a failure word on a line that matched as a marker or rule first still counts
+        if kind != "s" and not seg.signal and self.pf.signal.search(line) is not None:
+            seg.signal = True
+        return closed
+
+    def _boundary(self, line: bytes, ls: int, counted_ln: int) -> Segment | None:
+        """A config dump or a boot line: it opens a new attempt once the current one got going (attempts._Cutter);
+        the cut is at the systemd start line before the dump, when there was one."""
+        seg = self.seg
+        is_boot = line.startswith(_BOOT)
+        closed = None
+        if (is_boot and seg.nbytes + (ls - self.done) > 0 and seg.seen_config) or \
+                (not is_boot and seg.seen_config and seg.seen_progress):
+            cut, cut_ln = (self.pending_start if self.pending_start and not is_boot else (ls, counted_ln))
+            closed = self._cut(cut, cut_ln)
+        if not is_boot:
+            self.seg.seen_config = True
+            self.pending_start = None
+        return closed
+
+    def _cut(self, cut: int, cut_ln: int) -> Segment:
+        """Close the open segment before buffer offset `cut` (input line `cut_ln`) and open the next one there."""
+        seg, nls = self.seg, self.nls
+        assert nls is not None
+        if cut > self.done:
+            before = nls.before(self.done)
+            seg.add_raw(self.lineno + before, self.buf[self.done:cut], cut_ln - self.lineno - before)
+        self.done = cut
+        seg.nlines = cut_ln - seg.first_line
+        moved = [h for h in seg.hits if h[0] >= cut_ln] + [h for h in seg.hits_tail if h[0] >= cut_ln]
+        if moved:   # the hits between the start line and the config dump belong to the new attempt
+            seg.hits = [h for h in seg.hits if h[0] < cut_ln]
+            seg.hits_tail = deque((h for h in seg.hits_tail if h[0] < cut_ln), maxlen=MAX_HITS // 2)
+        self.seg = Segment(first_line=cut_ln)
+        for h in moved:
+            self.seg.add_hit(*h)
+        return seg
 
 
 @dataclass

@@ -22,8 +22,6 @@ from functools import lru_cache
 from logdoctor.engines import ENGINES
 from logdoctor.engines.markers import Marker
 
-# attempt boundaries: the service's own config dump / version banner (timeline._split_attempts cuts on the same)
-BOUNDARY = (r"server_args=", r"non-default args:", r"vLLM (?:server|API server) version", r"-- Boot ")
 # words that any failure prints somewhere (a superset of what makes timeline._decide call an attempt failed;
 # tests/test_triage_prefilter.py checks it on every fixture)
 SIGNAL = (
@@ -51,6 +49,13 @@ def _unanchor(pattern: str) -> str:
     # named groups would clash in one alternation
     p = re.sub(r"\(\?P<\w+>", "(?:", p)
     return p
+
+
+def boundary_patterns() -> list[str]:
+    """Attempt boundaries on a raw line: the patterns `attempts.split` cuts on (attempts.STARTS: every engine's config
+    dump / version banner, unanchored) and a journal's boot line; derived, never written twice."""
+    from logdoctor.attempts import BOOT, STARTS
+    return list(dict.fromkeys(_unanchor(p) for p in STARTS)) + [BOOT + " "]
 
 
 def _marker_patterns(markers: tuple[Marker, ...]) -> list[str]:
@@ -153,7 +158,7 @@ def groups() -> Groups:
     relevant = _marker_patterns(markers) + _signatures() + list(RELEVANT_EXTRA) + _rule_patterns()
     keywords = [re.escape(k) for m in markers + deaths if m.name not in SERVING_MARKERS
                 for k in m.keyword.split("|") if len(k) >= 4] + _signatures() + list(RELEVANT_EXTRA)
-    raw = [list(BOUNDARY), signal, relevant, keywords]
+    raw = [boundary_patterns(), signal, relevant, keywords]
     cached = _cached_groups(raw)
     if cached is not None:
         return cached
@@ -245,6 +250,13 @@ class Prefilter:
         self.scanner = "hyperscan" if self.lines is not None and self.lines.ok else self.engine
         if self.lines is not None and not self.lines.ok:
             self.lines = None
+
+
+@lru_cache(maxsize=1)
+def shared() -> Prefilter:
+    """The compiled prefilter, once per process: explain's read and every triage task (a forked worker inherits it)
+    use this one."""
+    return Prefilter()
 
 
 def _all_patterns() -> list[str]:
