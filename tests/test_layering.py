@@ -140,16 +140,11 @@ def test_no_import_cycle_through_the_verdict_modules_function_level_included():
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-# cycles another branch of issue 20 is removing (read <-> stream: the reader's helper); nothing else is tolerated,
-# and an entry here stops being needed as soon as its cycle is gone (delete it then)
-BEING_REMOVED = (["read", "stream"],)
-
-
 def test_no_import_cycle_anywhere_function_level_included():
     """Issue 20: no import cycle in logdoctor/, counting imports inside functions (the history backends know only
     the store interface, history/factory.py picks one; matching/cache.py imports nothing above it)."""
     ig = _import_graph()
-    found = [c for c in ig.cycles(ig.graph(PKG)) if c not in BEING_REMOVED]
+    found = ig.cycles(ig.graph(PKG))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
