@@ -126,52 +126,23 @@ def assemble(records: list[Record]) -> list[Block]:
         key = _key(rec)
         start = _TB_START.search(msg)
         if start:
-            # A traceback that begins while another of the same writer waits for a chained one continues it.
-            b = _find(open_, key, lambda b: b.state == "chain")
-            if b is None:
-                for old in [x for x in open_ if x.key == key and (rec.prefix_engine is not None or x.state == "frames")
-                            and not _bare(rec)]:
-                    _close(old, open_)
-                blk = Block(kind="traceback", header=msg[:start.start()].strip(), rank=rec.rank, proc=rec.proc)
-                blk.sections.append(Section())
-                b = _Builder(blk, key, tick)
-                open_.append(b)
-                blocks.append(blk)
-            else:
-                b.block.sections.append(Section(link=b.link))
-            b.block.records.append(rec)
-            b.state, b.fed, b.last = "frames", tick, "start"
+            _start_traceback(open_, blocks, rec, key, tick, msg[:start.start()].strip())
             continue
         m_abort = _ABORT.search(msg)
         if m_abort:
-            blk = Block(kind="abort", rank=rec.rank, proc=rec.proc)
-            blk.sections.append(Section(exc_type=m_abort.group("type"), exc_line=rec.line))
-            blk.records.append(rec)
-            b = _Builder(blk, key, tick)
-            b.state = "abort"
-            open_.append(b)
-            blocks.append(blk)
+            _start_abort(open_, blocks, rec, key, tick, m_abort.group("type"))
             continue
         if len(open_) > MAX_OPEN:
             _close(min(open_, key=lambda x: x.fed), open_)
-        b = _route(open_, rec, key, msg) if open_ else None
+        kind = _kind(msg)
+        b = _route(open_, rec, key, kind) if open_ else None
         if b is None and not _has_open(open_, rec, key):
-            kind = _kind(msg)
             if kind == "file":
                 # an excerpt that starts inside a traceback: a headless block, fed from this frame on
-                blk = Block(kind="traceback", header="", rank=rec.rank, proc=rec.proc)
-                blk.sections.append(Section())
-                b = _Builder(blk, key, tick)
-                open_.append(b)
-                blocks.append(blk)
+                b = _open_block(open_, blocks, Block(kind="traceback", header="", rank=rec.rank, proc=rec.proc),
+                                Section(), key, tick)
             elif kind == "text" and _LONE_EXC.match(msg):
-                # a lone "SomeError: message" line (a pasted last line, a logged exception): a one-line block
-                m = _EXC.match(msg.strip())
-                blk = Block(kind="traceback", rank=rec.rank, proc=rec.proc)
-                blk.sections.append(Section(exc_type=m.group("type"), exc_msg=(m.group("msg") or "").strip(),
-                                            exc_line=rec.line))
-                blk.records.append(rec)
-                blocks.append(blk)
+                blocks.append(_lone_exception(rec, msg))
                 continue
         if b is None:
             # a new prefixed line of a writer ends that writer's open message
@@ -179,12 +150,55 @@ def assemble(records: list[Record]) -> list[Block]:
                 for old in [x for x in open_ if x.key == key and x.state in ("exc", "abort")]:
                     _close(old, open_)
             continue
-        _feed(b, rec, msg, open_)
+        _feed(b, rec, msg, kind, open_)
         b.fed = tick
-        b.last = _kind(msg)
+        b.last = kind
     for b in list(open_):
         _close(b, open_)
     return blocks
+
+
+def _open_block(open_: list[_Builder], blocks: list[Block], blk: Block, sec: Section, key, tick: int) -> _Builder:
+    """Register a new block (with its first section) as found and as open to the lines that follow."""
+    blk.sections.append(sec)
+    b = _Builder(blk, key, tick)
+    open_.append(b)
+    blocks.append(blk)
+    return b
+
+
+def _start_traceback(open_: list[_Builder], blocks: list[Block], rec: Record, key, tick: int, header: str) -> None:
+    """A "Traceback (most recent call last):" line: the next section of a chained traceback of this writer, or a
+    new block (which ends this writer's unfinished ones when the line carries its own prefix)."""
+    # A traceback that begins while another of the same writer waits for a chained one continues it.
+    b = _find(open_, key, lambda b: b.state == "chain")
+    if b is None:
+        for old in [x for x in open_ if x.key == key and (rec.prefix_engine is not None or x.state == "frames")
+                    and not _bare(rec)]:
+            _close(old, open_)
+        blk = Block(kind="traceback", header=header, rank=rec.rank, proc=rec.proc)
+        b = _open_block(open_, blocks, blk, Section(), key, tick)
+    else:
+        b.block.sections.append(Section(link=b.link))
+    b.block.records.append(rec)
+    b.state, b.fed, b.last = "frames", tick, "start"
+
+
+def _start_abort(open_: list[_Builder], blocks: list[Block], rec: Record, key, tick: int, exc_type: str) -> None:
+    """A C++ "terminate called after throwing an instance of 'T'" line: a new abort block."""
+    blk = Block(kind="abort", rank=rec.rank, proc=rec.proc)
+    blk.records.append(rec)
+    b = _open_block(open_, blocks, blk, Section(exc_type=exc_type, exc_line=rec.line), key, tick)
+    b.state = "abort"
+
+
+def _lone_exception(rec: Record, msg: str) -> Block:
+    """A lone "SomeError: message" line (a pasted last line, a logged exception): a one-line block."""
+    m = _EXC.match(msg.strip())
+    blk = Block(kind="traceback", rank=rec.rank, proc=rec.proc)
+    blk.sections.append(Section(exc_type=m.group("type"), exc_msg=(m.group("msg") or "").strip(), exc_line=rec.line))
+    blk.records.append(rec)
+    return blk
 
 
 def _has_open(open_: list[_Builder], rec: Record, key) -> bool:
@@ -240,34 +254,45 @@ def _kind(msg: str) -> str:
     return "text"
 
 
-def _route(open_: list[_Builder], rec: Record, key, msg: str) -> _Builder | None:
-    kind = _kind(msg)
+def _route(open_: list[_Builder], rec: Record, key, kind: str) -> _Builder | None:
+    """The open block this line continues, or None."""
     if kind == "text":
         # a text line in frames state is the exception line
         cands = [b for b in open_ if (b.state == "frames" and b.sec.frames) or b.state in ("exc", "abort", "hint")]
     else:
         cands = [b for b in open_ if _expects(b, kind)]
-    same = [b for b in cands if b.key == key]
     if rec.prefix_engine is not None:
-        # vLLM repeats its prefix on every line of one record; a line with another level or source is a new record
-        same = [b for b in same if b.state not in ("exc", "hint") or b.sig in (None, (rec.level, rec.src))]
-        return min(same, key=lambda b: b.fed) if same else None
+        return _route_prefixed(cands, rec, key)
     # bare line: same writer first (same host/pid), then grammar + least recently fed
     host_pid = (rec.host, rec.extra.get("tag_pid") or rec.pid)
     cands = [b for b in cands if (b.key[0], b.key[1]) == host_pid]
     if not cands:
         return None
     if kind == "text":
-        exc_wait = [b for b in cands if b.state == "frames"]
-        if exc_wait:
-            return min(exc_wait, key=lambda b: b.fed)
-        if rec.rank is not None:
-            same_rank = [b for b in cands if b.key[2] == rec.rank]
-            if same_rank:
-                return same_rank[-1]
-        return max(cands, key=lambda b: b.fed)
+        return _route_bare_text(cands, rec)
     # grammar strength: a block that just opened wants a File line; after a File line comes its code line
     return max(cands, key=lambda b: (_strength(b, kind), -b.fed))
+
+
+def _route_prefixed(cands: list[_Builder], rec: Record, key) -> _Builder | None:
+    """A line with its own prefix goes to its writer's block. vLLM repeats its prefix on every line of one record,
+    so a line with another level or source is a new record, not the exception message going on."""
+    same = [b for b in cands if b.key == key]
+    same = [b for b in same if b.state not in ("exc", "hint") or b.sig in (None, (rec.level, rec.src))]
+    return min(same, key=lambda b: b.fed) if same else None
+
+
+def _route_bare_text(cands: list[_Builder], rec: Record) -> _Builder:
+    """A bare text line of this writer: the exception line of a block still in its frames (least recently fed
+    first, as interleaved ranks alternate), else the message of this rank's block, else of the latest one."""
+    exc_wait = [b for b in cands if b.state == "frames"]
+    if exc_wait:
+        return min(exc_wait, key=lambda b: b.fed)
+    if rec.rank is not None:
+        same_rank = [b for b in cands if b.key[2] == rec.rank]
+        if same_rank:
+            return same_rank[-1]
+    return max(cands, key=lambda b: b.fed)
 
 
 def _strength(b: _Builder, kind: str) -> int:
@@ -280,75 +305,98 @@ def _strength(b: _Builder, kind: str) -> int:
     return 1
 
 
-def _feed(b: _Builder, rec: Record, msg: str, open_: list[_Builder]) -> None:
-    kind = _kind(msg)
+def _feed(b: _Builder, rec: Record, msg: str, kind: str, open_: list[_Builder]) -> None:
+    """Add a line to the block it was routed to; what it means depends on the block's state."""
+    feeder = _FEEDERS.get(b.state)
+    if feeder is not None:
+        feeder(b, rec, msg, kind, open_)
+
+
+def _feed_abort(b: _Builder, rec: Record, msg: str, kind: str, open_: list[_Builder]) -> None:
+    """An abort dump: ``what():`` gives the message; text lines (not C++ frames) continue it, within bounds."""
     blk = b.block
-    if b.state == "abort":
+    blk.records.append(rec)
+    w = _WHAT.match(msg)
+    if w:
+        blk.sections[-1].exc_msg = w.group("msg").strip()
+    elif kind == "text" and not _CPP_FRAME.match(msg.strip()) and blk.sections[-1].exc_msg and len(blk.records) < 60:
+        blk.sections[-1].exc_msg += "\n" + msg.strip()
+
+
+def _feed_frames(b: _Builder, rec: Record, msg: str, kind: str, open_: list[_Builder]) -> None:
+    """Inside the frames: a File line opens a frame, an indented line is its source; anything else is the
+    exception line that ends the section."""
+    blk = b.block
+    if kind == "file":
+        m = _FILE.match(msg)
+        b.sec.frames.append(Frame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
         blk.records.append(rec)
-        w = _WHAT.match(msg)
-        if w:
-            blk.sections[-1].exc_msg = w.group("msg").strip()
-        elif kind == "text" and not _CPP_FRAME.match(msg.strip()) and blk.sections[-1].exc_msg and len(blk.records) < 60:
-            blk.sections[-1].exc_msg += "\n" + msg.strip()
         return
-    if b.state == "frames":
-        if kind == "file":
-            m = _FILE.match(msg)
-            b.sec.frames.append(Frame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
-            blk.records.append(rec)
-            return
-        if kind == "code":
-            if b.sec.frames and not b.sec.frames[-1].code and not set(msg.strip()) <= set("^~ "):
-                b.sec.frames[-1].code = msg.strip()
-            blk.records.append(rec)
-            return
-        if kind == "blank":
-            blk.records.append(rec)
-            return
-        m = _EXC.match(msg.strip())
-        if m and b.sec.frames or m and msg.strip().endswith(("Error", "Exception")):
-            b.sec.exc_type = m.group("type")
-            b.sec.exc_msg = (m.group("msg") or "").strip()
-            b.sec.exc_line = rec.line
-            blk.records.append(rec)
-            b.state, b.exc_lines = "exc", 0
-            b.sig = (rec.level, rec.src) if rec.prefix_engine is not None else None
-            return
+    if kind == "code":
+        if b.sec.frames and not b.sec.frames[-1].code and not set(msg.strip()) <= set("^~ "):
+            b.sec.frames[-1].code = msg.strip()
+        blk.records.append(rec)
+        return
+    if kind == "blank":
+        blk.records.append(rec)
+        return
+    _exception_line(b, rec, msg)
+
+
+def _exception_line(b: _Builder, rec: Record, msg: str) -> None:
+    """The line after the frames: "ExcType: message", or free text where an exception was expected."""
+    m = _EXC.match(msg.strip())
+    if m and b.sec.frames or m and msg.strip().endswith(("Error", "Exception")):
+        b.sec.exc_type = m.group("type")
+        b.sec.exc_msg = (m.group("msg") or "").strip()
+        b.exc_lines = 0
+        b.sig = (rec.level, rec.src) if rec.prefix_engine is not None else None
+    else:
         # free text where an exception was expected: "ExcType: msg" with spaces in the type, or a plain message
         b.sec.exc_type = None
         b.sec.exc_msg = msg.strip()
-        b.sec.exc_line = rec.line
+    b.sec.exc_line = rec.line
+    b.block.records.append(rec)
+    b.state = "exc"
+
+
+def _feed_exc(b: _Builder, rec: Record, msg: str, kind: str, open_: list[_Builder]) -> None:
+    """After the exception line: a chain line, a hint heading, or more of the message (at most MAX_EXC_LINES lines;
+    past that the block is closed and the line left out)."""
+    blk = b.block
+    if kind == "chain":
         blk.records.append(rec)
-        b.state = "exc"
+        b.state = "chain"
+        b.link = _CHAIN[msg.strip()]
         return
-    if b.state == "exc":
-        if kind == "chain":
-            blk.records.append(rec)
-            b.state = "chain"
-            b.link = _CHAIN[msg.strip()]
-            return
-        if kind == "blank":
-            blk.records.append(rec)
-            return
-        b.exc_lines += 1
-        if b.exc_lines > MAX_EXC_LINES:
-            _close(b, open_)
-            return
-        blk.records.append(rec)
-        text = msg.strip()
-        if _HINT_HEAD.match(text):
-            b.state = "hint"
-            return
-        b.sec.exc_msg = (b.sec.exc_msg + "\n" + text) if b.sec.exc_msg else text
-        return
-    if b.state == "hint":
-        blk.records.append(rec)
-        if kind != "blank":
-            b.sec.hints.append(msg.strip())
-        return
-    if b.state == "chain":
+    if kind == "blank":
         blk.records.append(rec)
         return
+    b.exc_lines += 1
+    if b.exc_lines > MAX_EXC_LINES:
+        _close(b, open_)
+        return
+    blk.records.append(rec)
+    text = msg.strip()
+    if _HINT_HEAD.match(text):
+        b.state = "hint"
+        return
+    b.sec.exc_msg = (b.sec.exc_msg + "\n" + text) if b.sec.exc_msg else text
+
+
+def _feed_hint(b: _Builder, rec: Record, msg: str, kind: str, open_: list[_Builder]) -> None:
+    """SGLang's "Possible solutions:" list: each non-blank line is one hint."""
+    b.block.records.append(rec)
+    if kind != "blank":
+        b.sec.hints.append(msg.strip())
+
+
+def _feed_chain(b: _Builder, rec: Record, msg: str, kind: str, open_: list[_Builder]) -> None:
+    """Between a chain line and the next "Traceback": blank lines, kept with the block."""
+    b.block.records.append(rec)
+
+
+_FEEDERS = {"abort": _feed_abort, "frames": _feed_frames, "exc": _feed_exc, "hint": _feed_hint, "chain": _feed_chain}
 
 
 def _close(b: _Builder, open_: list[_Builder]) -> None:

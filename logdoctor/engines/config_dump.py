@@ -555,6 +555,34 @@ def _unit_text(text: str, env: dict[str, str]) -> str:
     return joined if cmd is None else cmd.lstrip("-@:+!")
 
 
+def _flag_key(name: str, aliases: dict[str, str]) -> tuple[str, str, str]:
+    """``--tp-size`` / ``--compilation-config.mode`` -> (field, ".", sub-option): the engine's field name through
+    its aliases, so repeats under different spellings land on one key."""
+    key = name.lstrip("-").replace("-", "_")
+    base, dot, sub = key.partition(".")
+    return aliases.get(base, base), dot, sub
+
+
+def _flag_list(toks: list[str], i: int) -> tuple[object, int]:
+    """A many-valued flag (argparse nargs): every following non-flag token, or True when there is none."""
+    following: list[str] = []
+    while i < len(toks) and not _is_flag(toks[i]):
+        following.append(toks[i])
+        i += 1
+    return ([_coerce(x) for x in following] if following else True), i
+
+
+def _flag_value(toks: list[str], i: int, key: str) -> tuple[object, int]:
+    """A one-valued flag's value: the next token unless it is a flag (then True); a switch takes only a boolean
+    word, so ``--enforce-eager MODEL`` leaves MODEL positional."""
+    nxt = toks[i] if i < len(toks) and not _is_flag(toks[i]) else None
+    if nxt is None:
+        return True, i
+    if key in _SWITCHES or key.startswith(_SWITCH_PREFIXES):
+        return _BOOL_WORDS.get(nxt, True), i + (nxt in _BOOL_WORDS)  # `--enable-x false` is a value
+    return _coerce(nxt), i + 1
+
+
 def _parse_flags(toks: list[str], engine: str | None, args: dict[str, object], pos: list[str]) -> None:
     aliases = _ALIASES.get(engine or "", {}) if engine else _ALL_ALIASES
     nargs = _NARGS.get(engine or "", _ALL_NARGS)
@@ -573,38 +601,125 @@ def _parse_flags(toks: list[str], engine: str | None, args: dict[str, object], p
         m = _OPT_LEVEL_RE.match(name)
         if m:  # vLLM -O0 .. -O3
             name, eq, attached = "-O", "=", m.group(1)
-        key = name.lstrip("-").replace("-", "_")
-        base, dot, sub = key.partition(".")
-        base = aliases.get(base, base)
+        base, dot, sub = _flag_key(name, aliases)
         key = base + dot + sub if dot else base
         if eq:
             val = _coerce(attached)
         elif key in nargs:
-            following: list[str] = []
-            while i < len(toks) and not _is_flag(toks[i]):
-                following.append(toks[i])
-                i += 1
-            val = [_coerce(x) for x in following] if following else True
+            val, i = _flag_list(toks, i)
         else:
-            nxt = toks[i] if i < len(toks) and not _is_flag(toks[i]) else None
-            if nxt is None:
-                val = True
-            elif key in _SWITCHES or key.startswith(_SWITCH_PREFIXES):
-                val = _BOOL_WORDS.get(nxt, True)  # `--enable-x false` is a value; `--enforce-eager MODEL` is not
-                i += nxt in _BOOL_WORDS
-            else:
-                val, i = _coerce(nxt), i + 1
+            val, i = _flag_value(toks, i, key)
             if val is True and engine in _NO_NEGATES and key.startswith("no_") and not dot:
                 key, val = key[3:], False  # argparse BooleanOptionalAction: --no-enable-prefix-caching
         if dot:  # vLLM dotted sub-options: --compilation-config.mode 3, -O.cudagraph_mode=NONE
-            if base == "optimization_level":
-                base = "compilation_config"
-            cur = args.get(base)
-            merged = dict(cur) if isinstance(cur, dict) else {}
-            merged[sub] = val
-            args[base] = merged
+            _set_sub_option(args, base, sub, val)
         else:
             args[key] = val
+
+
+def _set_sub_option(args: dict[str, object], base: str, sub: str, val: object) -> None:
+    """``--compilation-config.mode 3``: merge into the dict under ``base`` (``-O.x`` is compilation_config's)."""
+    if base == "optimization_level":
+        base = "compilation_config"
+    cur = args.get(base)
+    merged = dict(cur) if isinstance(cur, dict) else {}
+    merged[sub] = val
+    args[base] = merged
+
+
+_PREFIX_PROGRAMS = ("sudo", "numactl", "taskset", "nice", "stdbuf", "timeout")
+_PREFIX_VALUED = ("-u", "-g", "-n", "-N", "-m", "-C", "-c", "-s", "-k")
+_RUNNERS = ("uv", "poetry", "pipenv")
+_CONDA_VALUED = ("-n", "--name", "-p", "--prefix")
+_SHELLS = ("bash", "sh", "zsh", "dash")
+_CONTAINER_TOOLS = ("docker", "podman", "nvidia-docker")
+
+
+def _skip_options(toks: list[str], j: int, valued: tuple[str, ...] = ()) -> int:
+    """The index of the first token from ``j`` on that is not an option (``valued`` options take one value)."""
+    while j < len(toks) and toks[j].startswith("-"):
+        j += 2 if toks[j] in valued else 1
+    return j
+
+
+def _peel_prefix_program(base: str, toks: list[str]) -> list[str]:
+    """``sudo -u x`` / ``numactl --cpunodebind=0`` / ``taskset MASK`` / ``timeout 60`` ...: the command they run."""
+    j = _skip_options(toks, 1, _PREFIX_VALUED)
+    if base in ("taskset", "timeout") and j < len(toks):
+        j += 1  # the mask / duration
+    return toks[j:]
+
+
+def _peel_runner(base: str, toks: list[str]) -> list[str] | None:
+    """``uv run`` / ``poetry run`` / ``pipenv run`` / ``conda run -n ENV``: the command they run, or None when
+    ``base`` is not such a runner (then it is the program)."""
+    if len(toks) < 2 or toks[1] != "run":
+        return None
+    if base in _RUNNERS:
+        return toks[_skip_options(toks, 2):]
+    if base == "conda":
+        return toks[_skip_options(toks, 2, _CONDA_VALUED):]
+    return None
+
+
+def _python_module(toks: list[str]) -> tuple[str | None, int]:
+    """``python [-X opt] -m MODULE ...``: the module (None for a script) and where the program's own arguments
+    start."""
+    j = 1
+    while j < len(toks) and toks[j].startswith("-") and toks[j] != "-":
+        t = toks[j]
+        if t == "-m" and j + 1 < len(toks):
+            return toks[j + 1], j + 2
+        if t.startswith("-m") and len(t) > 2:
+            return t[2:], j + 1
+        j += 2 if t in ("-W", "-X") else 1
+    return None, j
+
+
+def _shell_c(toks: list[str], engine: str | None, env: dict[str, str],
+             launcher: dict[str, object]) -> CommandLine | None:
+    """``bash -c 'CMD'``: CMD parsed on its own, with the environment and launcher gathered outside it."""
+    k = toks.index("-c")
+    if k + 1 >= len(toks):
+        return None
+    inner = parse_command_line(toks[k + 1], engine)
+    return CommandLine(inner.program, inner.module, {**env, **inner.env}, inner.args,
+                       inner.positionals, inner.engine, {**launcher, **inner.launcher})
+
+
+def _peel_launchers(toks: list[str], engine: str | None, env: dict[str, str],
+                    launcher: dict[str, object]) -> tuple[str | None, str | None, list[str]] | CommandLine:
+    """Take off what runs the engine (``VAR=`` prefixes, ``env``, ``exec``, ``sudo``, ``uv run``, ``docker run``,
+    the interpreter): (program, module, the program's arguments), or the whole result for ``bash -c``."""
+    while toks:
+        head = toks[0]
+        base = head.rsplit("/", 1)[-1]
+        if m := _ASSIGN_RE.match(head):
+            env[m.group(1)] = m.group(2)
+            toks = toks[1:]
+        elif base == "env":
+            toks = _peel_env(toks, env)
+        elif base in _WRAPPERS:
+            toks = toks[1:]
+        elif base in _PREFIX_PROGRAMS:
+            toks = _peel_prefix_program(base, toks)
+        elif (inner := _peel_runner(base, toks)) is not None:
+            toks = inner
+        elif base in _SHELLS and "-c" in toks[1:3]:
+            inner_cmd = _shell_c(toks, engine, env, launcher)
+            return inner_cmd if inner_cmd is not None else (None, None, [])  # `bash -c` with nothing after it
+        elif base in _CONTAINER_TOOLS:
+            toks = _peel_docker(toks, env, launcher)
+            if not toks or _is_flag(toks[0]):  # image's own entrypoint (vllm/vllm-openai takes flags directly)
+                return None, None, toks
+        elif _PY_RE.match(base):
+            module, j = _python_module(toks)
+            return head, module, toks[j:]
+        elif _is_flag(head):
+            return None, None, toks
+        else:
+            return head, None, toks[1:]
+    return None, None, []
 
 
 def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
@@ -616,69 +731,10 @@ def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
     launcher: dict[str, object] = {}
     toks = _drop_redirects(_launch_segment(_unit_text(text, env), env))
     toks = toks[_find_start(toks):]
-
-    program: str | None = None
-    module: str | None = None
-    rest: list[str] = []
-    while toks:
-        head = toks[0]
-        base = head.rsplit("/", 1)[-1]
-        if m := _ASSIGN_RE.match(head):
-            env[m.group(1)] = m.group(2)
-            toks = toks[1:]
-        elif base == "env":
-            toks = _peel_env(toks, env)
-        elif base in _WRAPPERS:
-            toks = toks[1:]
-        elif base in ("sudo", "numactl", "taskset", "nice", "stdbuf", "timeout"):
-            j = 1
-            while j < len(toks) and toks[j].startswith("-"):
-                j += 2 if toks[j] in ("-u", "-g", "-n", "-N", "-m", "-C", "-c", "-s", "-k") else 1
-            if base in ("taskset", "timeout") and j < len(toks):
-                j += 1  # the mask / duration
-            toks = toks[j:]
-        elif base in ("uv", "poetry", "pipenv") and len(toks) > 1 and toks[1] == "run":
-            j = 2
-            while j < len(toks) and toks[j].startswith("-"):
-                j += 1
-            toks = toks[j:]
-        elif base == "conda" and len(toks) > 1 and toks[1] == "run":
-            j = 2
-            while j < len(toks) and toks[j].startswith("-"):
-                j += 2 if toks[j] in ("-n", "--name", "-p", "--prefix") else 1
-            toks = toks[j:]
-        elif base in ("bash", "sh", "zsh", "dash") and "-c" in toks[1:3]:
-            k = toks.index("-c")
-            if k + 1 < len(toks):
-                inner = parse_command_line(toks[k + 1], engine)
-                return CommandLine(inner.program, inner.module, {**env, **inner.env}, inner.args,
-                                   inner.positionals, inner.engine, {**launcher, **inner.launcher})
-            toks = []
-        elif base in ("docker", "podman", "nvidia-docker"):
-            toks = _peel_docker(toks, env, launcher)
-            if not toks or _is_flag(toks[0]):  # image's own entrypoint (vllm/vllm-openai takes flags directly)
-                rest = toks
-                break
-        elif _PY_RE.match(base):
-            program = head
-            j = 1
-            while j < len(toks) and toks[j].startswith("-") and toks[j] != "-":
-                t = toks[j]
-                if t == "-m" and j + 1 < len(toks):
-                    module, j = toks[j + 1], j + 2
-                    break
-                if t.startswith("-m") and len(t) > 2:
-                    module, j = t[2:], j + 1
-                    break
-                j += 2 if t in ("-W", "-X") else 1
-            rest = toks[j:]
-            break
-        else:
-            if not _is_flag(head):
-                program, toks = head, toks[1:]
-            rest = toks
-            break
-
+    peeled = _peel_launchers(toks, engine, env, launcher)
+    if isinstance(peeled, CommandLine):
+        return peeled
+    program, module, rest = peeled
     eng = engine or _guess_engine(program, module, launcher, rest)
     args: dict[str, object] = {}
     pos: list[str] = []

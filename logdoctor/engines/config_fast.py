@@ -19,41 +19,60 @@ _STR = rxcache.compile(r"'[^'\\\n]*'|\"[^\"\\\n]*\"")
 _NO = object()
 
 
-def _value(node, src: str):
-    t = type(node)
-    if t is ast.Constant:
-        v = node.value
-        seg = src[node.col_offset:node.end_col_offset]
-        if v is None or v is True or v is False:
-            return v if seg in ("None", "True", "False") else _NO
-        if type(v) is str:
-            return v if _STR.fullmatch(seg) else _NO
-        if type(v) in (int, float):
-            return v if _NUM.fullmatch(seg) else _NO
+def _signed(node, src: str):
+    """``-1`` / ``+0.5``: a number with its sign (the grammar reads the sign as part of the number)."""
+    if type(node.op) not in (ast.USub, ast.UAdd) or type(node.operand) is not ast.Constant \
+            or type(node.operand.value) not in (int, float):
         return _NO
-    if t is ast.UnaryOp and type(node.op) in (ast.USub, ast.UAdd) and type(node.operand) is ast.Constant \
-            and type(node.operand.value) in (int, float):
-        seg = src[node.col_offset:node.end_col_offset]
-        if not _NUM.fullmatch(seg):
+    seg = src[node.col_offset:node.end_col_offset]
+    if not _NUM.fullmatch(seg):
+        return _NO
+    num = node.operand.value
+    assert isinstance(num, (int, float))
+    return -num if type(node.op) is ast.USub else num
+
+
+def _sequence(node, src: str):
+    """A list or tuple whose every element is a plain literal."""
+    out = [_value(e, src) for e in node.elts]
+    if any(v is _NO for v in out):
+        return _NO
+    return out if type(node) is ast.List else tuple(out)
+
+
+def _mapping(node, src: str):
+    """A dict of plain literals (no ``**`` splats, no list/tuple keys)."""
+    if any(k is None for k in node.keys):
+        return _NO
+    d = {}
+    for k, v in zip(node.keys, node.values):
+        kv, vv = _value(k, src), _value(v, src)
+        if kv is _NO or vv is _NO or isinstance(kv, (list, tuple)):
             return _NO
-        num = node.operand.value
-        assert isinstance(num, (int, float))
-        return -num if type(node.op) is ast.USub else num
-    if t is ast.List or t is ast.Tuple:
-        out = [_value(e, src) for e in node.elts]
-        if any(v is _NO for v in out):
-            return _NO
-        return out if t is ast.List else tuple(out)
-    if t is ast.Dict:
-        if any(k is None for k in node.keys):
-            return _NO
-        d = {}
-        for k, v in zip(node.keys, node.values):
-            kv, vv = _value(k, src), _value(v, src)
-            if kv is _NO or vv is _NO or isinstance(kv, (list, tuple)):
-                return _NO
-            d[kv] = vv
-        return d
+        d[kv] = vv
+    return d
+
+
+# the readers of the non-scalar nodes; any other node (a name, a call, a set, an operator) sends the dump to the
+# grammar
+_READERS = {ast.UnaryOp: _signed, ast.List: _sequence, ast.Tuple: _sequence, ast.Dict: _mapping}
+
+
+def _value(node, src: str):
+    """A node's value, or _NO unless it is a literal written the way the grammar reads it. Scalars (most nodes) are
+    read inline, as this runs per node of every dump: a quoted string without escapes or implicit concatenation, a
+    decimal number (not ``0x10``, ``1_000``, ``1j``), True/False/None."""
+    if type(node) is not ast.Constant:
+        reader = _READERS.get(type(node))
+        return _NO if reader is None else reader(node, src)
+    v = node.value
+    seg = src[node.col_offset:node.end_col_offset]
+    if v is None or v is True or v is False:
+        return v if seg in ("None", "True", "False") else _NO
+    if type(v) is str:
+        return v if _STR.fullmatch(seg) else _NO
+    if type(v) in (int, float):
+        return v if _NUM.fullmatch(seg) else _NO
     return _NO
 
 

@@ -90,6 +90,55 @@ def _ranked(p, wrapper: str, n: str, body: str) -> None:
     p.body = body
 
 
+def _peel_bracket(p: Peeled, body: str) -> bool:
+    """A ``[...]`` label: kubectl's ``[pod/NAME/CONTAINER]`` (with its optional RFC 3339 stamp), mpirun's
+    ``[1,N]<stderr>:`` or torchrun's ``[defaultN]:`` (``[rankN]:`` is torch's own, left to the engine parser)."""
+    m = _KUBECTL.match(body)
+    if m:
+        p.wrapper, p.ident = p.wrapper or "kubectl", m.group("pod")
+        body = body[m.end():]
+        t = _RFC3339.match(body)
+        if t:
+            p.ts = iso_ts(t)
+            body = body[t.end():]
+        p.body = body
+        return True
+    m = _MPI.match(body)
+    if m:
+        _ranked(p, "mpirun", m.group("rank"), body[m.end():])
+        return True
+    m = _TORCHRUN.match(body)
+    if m and m.group("group") != "rank":
+        _ranked(p, "torchrun", m.group("n"), body[m.end():])
+        return True
+    return False
+
+
+def _peel_ray(p: Peeled, body: str) -> bool:
+    """Ray's ``(Name pid=N, ip=A)`` tag: the actor name is the process (and gives the rank when it names one)."""
+    m = _RAY.match(body)
+    if not (m and (m.group("pid") or m.group("ip") or m.group("name"))):
+        return False
+    p.wrapper = p.wrapper or "ray"
+    name = (m.group("name") or "").strip() or None
+    p.proc = p.proc or name
+    if m.group("pid"):
+        p.pid = p.pid or int(m.group("pid"))
+    rk = re.search(r"(?:^|[_ ])(TP|DP|PP|EP)(\d+)\b", name or "")
+    if rk and not p.rank:
+        p.rank = f"{rk.group(1)}{rk.group(2)}"
+    p.body = _RAY_DEDUP.sub("", body[m.end():])
+    return True
+
+
+def _peel_srun(p: Peeled, body: str) -> bool:
+    """srun's ``N: `` label (only when `detect` found most lines carry it)."""
+    m = _SRUN.match(body)
+    if m:
+        _ranked(p, "srun", m.group("n"), body[m.end():])
+    return m is not None
+
+
 def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | None = None) -> Peeled:
     """Strip process-manager prefixes (they can nest: kubectl around torchrun around an engine line). A prefix that
     most lines share and no parser knows (`unknown`) is peeled too: it is a prefix by construction."""
@@ -100,46 +149,17 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
             p.wrapper, p.body = "unknown", msg[m.end():]
     for _ in range(3):
         body = p.body
-        c = body[:1]
+        c = body[:1]  # the first character picks the candidates: most lines have no wrapper and stop here
         if c == "[":
-            m = _KUBECTL.match(body)
-            if m:
-                p.wrapper, p.ident = p.wrapper or "kubectl", m.group("pod")
-                body = body[m.end():]
-                t = _RFC3339.match(body)
-                if t:
-                    p.ts = iso_ts(t)
-                    body = body[t.end():]
-                p.body = body
-                continue
-            m = _MPI.match(body)
-            if m:
-                _ranked(p, "mpirun", m.group("rank"), body[m.end():])
-                continue
-            m = _TORCHRUN.match(body)
-            if m and m.group("group") != "rank":
-                _ranked(p, "torchrun", m.group("n"), body[m.end():])
-                continue
+            peeled = _peel_bracket(p, body)
         elif c == "(" and (", ip=" in body[:120] or body.startswith(("(raylet", "(pid=", "(gcs_server", "(autoscaler"))):
-            m = _RAY.match(body)
-            if m and (m.group("pid") or m.group("ip") or m.group("name")):
-                p.wrapper = p.wrapper or "ray"
-                name = (m.group("name") or "").strip() or None
-                p.proc = p.proc or name
-                if m.group("pid"):
-                    p.pid = p.pid or int(m.group("pid"))
-                rk = re.search(r"(?:^|[_ ])(TP|DP|PP|EP)(\d+)\b", name or "")
-                if rk and not p.rank:
-                    p.rank = f"{rk.group(1)}{rk.group(2)}"
-                p.body = _RAY_DEDUP.sub("", body[m.end():])
-                continue
+            peeled = _peel_ray(p, body)
         elif "srun" in kinds and c.isdigit():
-            m = _SRUN.match(body)
-            if m:
-                _ranked(p, "srun", m.group("n"), body[m.end():])
-                continue
-        break
+            peeled = _peel_srun(p, body)
+        else:
+            peeled = False
+        if not peeled:
+            break
     if p.wrapper == "ray" or " [repeated " in p.body[-60:]:
         p.body = _RAY_DEDUP.sub("", p.body)
     return p
-

@@ -173,8 +173,6 @@ def parse_since(text: str, *, now_us: int | None = None) -> int:
     ``now``, ``today``, ``yesterday``, ``tomorrow``, ``@EPOCH``, and relative spans ``-10min``, ``-2h``, ``-1d``,
     ``-1h 30min``, ``+5m``, ``10min ago``.
     """
-    from datetime import datetime, timedelta, timezone  # noqa: PLC0415  (already imported by almost anything)
-
     raw = text
     s = str(text).strip()
     if not s:
@@ -186,15 +184,30 @@ def parse_since(text: str, *, now_us: int | None = None) -> int:
     if low == "now":
         return now_us
     if low in ("today", "yesterday", "tomorrow"):
-        base = datetime.fromtimestamp(now_us / 1e6).replace(hour=0, minute=0, second=0, microsecond=0)
-        base += timedelta(days={"today": 0, "yesterday": -1, "tomorrow": 1}[low])
-        return round(base.timestamp() * 1_000_000)
+        return _since_day(low, now_us)
     if s.startswith("@"):
         try:
             return round(float(s[1:]) * 1_000_000)
         except ValueError:
             raise _bad_since(raw) from None
-    # relative: -SPAN, +SPAN, SPAN ago, SPAN left
+    rel = _since_relative(s, low, now_us, raw)
+    if rel is not None:
+        return rel
+    return _since_absolute(s, now_us, raw)
+
+
+def _since_day(word: str, now_us: int) -> int:
+    """``today`` / ``yesterday`` / ``tomorrow``: local midnight of that day."""
+    from datetime import datetime, timedelta  # noqa: PLC0415  (already imported by almost anything)
+
+    base = datetime.fromtimestamp(now_us / 1e6).replace(hour=0, minute=0, second=0, microsecond=0)
+    base += timedelta(days={"today": 0, "yesterday": -1, "tomorrow": 1}[word])
+    return round(base.timestamp() * 1_000_000)
+
+
+def _since_relative(s: str, low: str, now_us: int, raw: str) -> int | None:
+    """``-SPAN``, ``+SPAN``, ``SPAN ago``, ``SPAN left`` from now; None when ``s`` is not relative. A relative
+    value whose span does not parse is an error, not an absolute time."""
     sign = 0
     span = s
     if s[:1] in "+-":
@@ -203,32 +216,23 @@ def parse_since(text: str, *, now_us: int | None = None) -> int:
         sign, span = -1, s[:-4]
     elif low.endswith(" left"):
         sign, span = 1, s[:-5]
-    if sign:
-        delta = _parse_span(span)
-        if delta is None:
-            raise _bad_since(raw)
-        return now_us + sign * delta
-    # absolute
+    if not sign:
+        return None
+    delta = _parse_span(span)
+    if delta is None:
+        raise _bad_since(raw)
+    return now_us + sign * delta
+
+
+def _since_absolute(s: str, now_us: int, raw: str) -> int:
+    """``[Weekday] [YYYY-MM-DD][ HH:MM[:SS[.f]]] [zone]``; a time alone is today's (in its zone)."""
+    from datetime import datetime  # noqa: PLC0415
+
     s = re.sub(_WEEKDAY, "", s)
     m = re.fullmatch(_ABSOLUTE, s)
     if not m or (m["y"] is None and m["H"] is None):
         raise _bad_since(raw)
-    tzname = m["tz"]
-    tz = None
-    if tzname:
-        up = tzname.upper()
-        if up in ("Z", "UTC", "GMT"):
-            tz = UTC
-        elif tzname[0] in "+-":
-            digits = tzname[1:].replace(":", "")
-            minutes = int(digits[:2]) * 60 + (int(digits[2:]) if len(digits) > 2 else 0)
-            tz = timezone((1 if tzname[0] == "+" else -1) * timedelta(minutes=minutes))
-        else:
-            try:
-                from zoneinfo import ZoneInfo  # noqa: PLC0415  (rare: a named zone)
-                tz = ZoneInfo(tzname)
-            except Exception:  # ZoneInfoNotFoundError, ValueError on odd names
-                raise _bad_since(raw) from None
+    tz = _since_zone(m["tz"], raw) if m["tz"] else None
     if m["y"] is not None:
         y, mo, d = int(m["y"]), int(m["mo"]), int(m["d"])
     else:
@@ -240,6 +244,24 @@ def parse_since(text: str, *, now_us: int | None = None) -> int:
     except ValueError:
         raise _bad_since(raw) from None
     return _exact_us(dt)
+
+
+def _since_zone(tzname: str, raw: str):
+    """The zone of an absolute ``--since``: Z/UTC/GMT, a ``+HH[:MM]`` offset, or an IANA name."""
+    from datetime import timedelta, timezone  # noqa: PLC0415
+
+    up = tzname.upper()
+    if up in ("Z", "UTC", "GMT"):
+        return UTC
+    if tzname[0] in "+-":
+        digits = tzname[1:].replace(":", "")
+        minutes = int(digits[:2]) * 60 + (int(digits[2:]) if len(digits) > 2 else 0)
+        return timezone((1 if tzname[0] == "+" else -1) * timedelta(minutes=minutes))
+    try:
+        from zoneinfo import ZoneInfo  # noqa: PLC0415  (rare: a named zone)
+        return ZoneInfo(tzname)
+    except Exception:  # ZoneInfoNotFoundError, ValueError on odd names
+        raise _bad_since(raw) from None
 
 
 def _exact_us(dt) -> int:  # timestamp() goes through a float; keep the microseconds exact

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor import limits
@@ -147,65 +147,93 @@ class TarReader:
                 raise TarError(f"the tar archive is cut short at byte {self.offset}")
             left -= len(data)
 
+    def _header(self) -> bytes | None:
+        """The next header block, checked; None at the end of the archive."""
+        at = self.offset
+        block = self._read(BLOCK)
+        if not block or block == bytes(len(block)):
+            return None  # the end-of-archive zero block (or none: a tar cut right after a member, read whole)
+        if len(block) < BLOCK:
+            raise TarError(f"the tar archive is cut short at byte {self.offset}")
+        if not _checksum_ok(block):
+            raise TarError(f"bad tar header at byte {at} (checksum); the rest of the archive is not read")
+        return block
+
+    def _extended(self, typ: bytes, size: int, padded: int, ext: _Extended) -> None:
+        """A GNU long-name or PAX header: its payload goes into `ext` for the member that follows, unless it is
+        over its cap (then it is skipped as raw bytes, and that member is refused)."""
+        if size > limits.TAR_HEADER_CAP:
+            self._skip(size + padded)
+            what = "long-name" if typ in (b"L", b"K") else "PAX"
+            ext.refused = f"its {what} header is {size} bytes (limit {limits.human(limits.TAR_HEADER_CAP)})"
+            return
+        data = self._exact(size)
+        self._skip(padded)
+        if typ == b"L":
+            ext.long_name = _name(data)
+        elif typ in (b"x", b"X"):
+            ext.pax = _pax(data)
+
     def __iter__(self) -> Iterator[Member]:
-        long_name: str | None = None
-        pax: dict[str, str] = {}
-        refused: str | None = None
+        ext = _Extended()
         while True:
-            at = self.offset
-            block = self._read(BLOCK)
-            if not block or block == bytes(len(block)):
-                return  # the end-of-archive zero block (or none: a tar cut right after a member, read whole)
-            if len(block) < BLOCK:
-                raise TarError(f"the tar archive is cut short at byte {self.offset}")
-            if not _checksum_ok(block):
-                raise TarError(f"bad tar header at byte {at} (checksum); the rest of the archive is not read")
+            block = self._header()
+            if block is None:
+                return
             typ = block[156:157]
             size = _num(block[124:136])
             padded = -size % BLOCK
             if typ in (b"L", b"K", b"x", b"g", b"X"):
-                if size > limits.TAR_HEADER_CAP:
-                    self._skip(size + padded)
-                    what = "long-name" if typ in (b"L", b"K") else "PAX"
-                    refused = f"its {what} header is {size} bytes (limit {limits.human(limits.TAR_HEADER_CAP)})"
-                    continue
-                data = self._exact(size)
-                self._skip(padded)
-                if typ == b"L":
-                    long_name = _name(data)
-                elif typ in (b"x", b"X"):
-                    pax = _pax(data)
+                self._extended(typ, size, padded, ext)
                 continue
-            name = long_name or pax.get("path") or _ustar_name(block)
+            pax = ext.pax
+            name = ext.long_name or pax.get("path") or _ustar_name(block)
             size = int(pax["size"]) if pax.get("size", "").isdigit() else size
             kind = _KINDS.get(typ, f"type {typ!r}")
             if any(k.startswith("GNU.sparse.") for k in pax):
                 kind = "sparse file"
-            skip = refused
-            if len(name.encode("utf-8", "replace")) > limits.TAR_NAME_CAP:
-                skip = skip or f"member name of {len(name.encode('utf-8', 'replace'))} bytes"
-                name = name[:120] + "…"
-            if skip is None and kind != "file":
-                skip = f"a {kind}, not read" if kind != "directory" else "a directory"
-            if typ == b"S" or kind == "sparse file":
-                skip = (
-                    skip if skip and kind != "sparse file" else "a sparse file (holes are not stored); extract it first"
-                )
-            long_name, pax, refused = None, {}, None
+            name, skip = _refusal(typ, kind, name, ext.refused)
+            ext = _Extended()
             if typ == b"S":  # old GNU sparse: more sparse-map blocks may follow the header
-                ext = block[482]
-                while ext:
-                    ext = self._exact(BLOCK)[504]
+                more = block[482]
+                while more:
+                    more = self._exact(BLOCK)[504]
             self.members += 1
             raw = _Body(self.fh, size) if skip is None and size else None
             body = io.BufferedReader(raw, 1 << 16) if raw is not None else None
             yield Member(name, size, float(_safe_num(block[136:148])), kind, skip, body)
-            if raw is not None:
-                self.offset += size - raw.left
-                left = raw.left
-            else:
-                left = 0 if typ in (b"1", b"2", b"3", b"4", b"5", b"6") else size  # links etc. store no data
-            self._skip(left + padded)
+            self._skip(self._unread(raw, typ, size) + padded)
+
+    def _unread(self, raw: _Body | None, typ: bytes, size: int) -> int:
+        """How much of the member's data the caller left unread (all of it when it was not offered; links,
+        devices, FIFOs and directories store none)."""
+        if raw is not None:
+            self.offset += size - raw.left
+            return raw.left
+        return 0 if typ in (b"1", b"2", b"3", b"4", b"5", b"6") else size
+
+
+@dataclass
+class _Extended:
+    """What extended headers (GNU long name, PAX) said about the member that follows them."""
+
+    long_name: str | None = None
+    pax: dict[str, str] = field(default_factory=dict)
+    refused: str | None = None  # why that member is not read (an extended header over its cap)
+
+
+def _refusal(typ: bytes, kind: str, name: str, refused: str | None) -> tuple[str, str | None]:
+    """The member's name (cut when over its cap) and why its data is not read, or None: a refused extended
+    header, an over-long name, anything but a regular file, or a sparse file."""
+    skip = refused
+    if len(name.encode("utf-8", "replace")) > limits.TAR_NAME_CAP:
+        skip = skip or f"member name of {len(name.encode('utf-8', 'replace'))} bytes"
+        name = name[:120] + "…"
+    if skip is None and kind != "file":
+        skip = f"a {kind}, not read" if kind != "directory" else "a directory"
+    if typ == b"S" or kind == "sparse file":
+        skip = skip if skip and kind != "sparse file" else "a sparse file (holes are not stored); extract it first"
+    return name, skip
 
 
 def _safe_num(field: bytes) -> int:
