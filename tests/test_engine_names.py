@@ -22,18 +22,6 @@ NAMES = re.compile(r"sglang|vllm|(?<![a-z])tgi(?![a-z])|text[-_]generation|lmdep
 ALLOWED: dict[str, str] = {
     "attempts.py": "process names (_ENGINE_COMM): read Engine.process_names (attempts.py is being refactored on "
     "another branch)",
-    "decisive.py": "package paths (ENGINE_FILE): read Engine.package_dirs (being refactored on another branch)",
-    "timeline.py": "compile paths (_COMPILE_FILES) and worker tags (_WORKER_RANK): read Engine.compile_dirs / "
-    "worker_processes (being refactored on another branch)",
-    "matching/conditions.py": "the `engine` leaf's syntax example in its schema text (matching/* on another branch)",
-    "entry.py": "the fast path's own --engine choice list: derive from engines.ENGINE_NAMES",
-    "levers.py": "notes on levers that name the engine whose flag it is; move them onto the engine's LEVER_SIDES",
-    "serving.py": "advice text naming one engine's watchdog flag; belongs on that engine's record",
-    "formats/wrappers.py": "TensorRT-LLM's own line prefix in the known-prefix table; engines/prefixes.py is its home",
-    "atlas/phases.py": "the atlas's source-file to phase table, per engine's source tree (atlas data, mined per engine)",
-    "commands/atlas.py": "--engine choices of the atlas commands (the atlas covers two engines; commands/* elsewhere)",
-    "commands/fix.py": "an example unit name in the command's help text (commands/* on another branch)",
-    "commands/preflight.py": "preflight's --engine choice (the preflight memory model covers two engines)",
     "preflight/budget.py": "preflight's per-engine memory budget: flag names and overheads per engine",
     "preflight/overheads.py": "preflight's per-engine overhead table",
     "preflight/inputs.py": "preflight's engine choice and flag names",
