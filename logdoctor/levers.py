@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from logdoctor import rxcache
 from logdoctor.engines import ENGINES as _REGISTRY
 from logdoctor.engines.spelling import Field, Side, Spelling
 from logdoctor.errors import InputError
@@ -476,7 +477,7 @@ class BadValue(InputError):
 
 # a name: letters, digits and `_ . : -`, never starting with `-` (no option), no whitespace, quote or shell
 # metacharacter; at most 64 characters. Backends, quantization methods, speculative algorithms, host:port.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+_NAME = rxcache.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
 _TOKEN = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_.:=-]{0,127}")   # an engine flag or a rendered value
 

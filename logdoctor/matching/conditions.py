@@ -71,7 +71,7 @@ class Context:
 
 # an engine's echo of a request it received (SGLang --log-requests "Receive: obj=GenerateReqInput(text=...",
 # "Finish: obj=..."; vLLM "Received request ID: prompt: '...'"): the text in it is the user's
-_REQUEST_ECHO = re.compile(r"^(?:Receive|Finish): obj=\w{0,40}Req\w{0,40}\(|^Received request \S{1,200}: prompt")
+_REQUEST_ECHO = rxcache.compile(r"^(?:Receive|Finish): obj=\w{0,40}Req\w{0,40}\(|^Received request \S{1,200}: prompt")
 
 
 def _quoted_kernel(text: str) -> bool:
