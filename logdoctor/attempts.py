@@ -29,10 +29,9 @@ _ANY_UNIT = rxcache.compile(r"[\w@\-\\:]\.(?:service|scope|timer|socket|slice|mo
 _START_DESC = rxcache.compile(r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$")
 # systemd lines about something else than a unit of ours: logind sessions, user managers
 _OTHER_SD = rxcache.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
-# the process names an inference engine runs under (Xid/oom-kill lines give the kernel's comm name, ≤15 chars)
-# (a generic "python" is not enough: on a shared host another user's notebook is python too)
-_ENGINE_COMM = rxcache.compile(r"sglang|vllm|ray::|raylet|trtllm|text-generation|lmdeploy|EngineCore|Worker|[Ss]chedul|"
-                               r"[Dd]etoken|[Tt]okenizer", re.I)
+# the process names an inference engine runs under (Engine.process_names; Xid/oom-kill lines give the kernel's comm
+# name, ≤15 chars), and Ray's (a generic "python" is not enough: on a shared host another user's notebook is python too)
+_ENGINE_COMM = rxcache.compile("|".join(each("process_names") + (r"ray::", r"raylet")), re.I)
 # Where an attempt starts, on a message: every engine's config dump or version banner (Engine.config_dump), and a
 # new boot (journalctl's "-- Boot ID --" line). The one table: the scan's boundary patterns (scan/prefilter.py) and
 # its boundary check (scan/boundary.py) are derived from it, so the two cuts cannot disagree.

@@ -15,7 +15,6 @@ is reported as evidence.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,6 +97,28 @@ class Review:
 # attempts → rows
 
 
+def _sha256(data: bytes):
+    """hashlib.sha256 from the interpreter's builtin module: the same digest without loading OpenSSL's _hashlib
+    (~10 ms of the start-up of every explain that keeps the attempt history)."""
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.11
+        except ImportError:  # pragma: no cover - an interpreter without the builtin modules
+            from hashlib import sha256
+    return sha256(data)
+
+
+def _sha1(data: bytes):
+    """hashlib.sha1 (a fingerprint, not security) from the builtin module; see `_sha256`."""
+    try:
+        from _sha1 import sha1
+    except ImportError:  # pragma: no cover
+        from hashlib import sha1
+    return sha1(data, usedforsecurity=False)
+
+
 def unit_of(tl: Timeline, hint: str | None = None) -> str:
     if hint:
         from logdoctor.sources.journal import mangle_unit
@@ -125,7 +146,7 @@ def attempt_key(host: str, unit: str, a: Attempt) -> str:
     Its first 25 lines carry their times; when they carry none, they do not tell two attempts apart (two
     timestamp-less logs can share a beginning and end differently), so the key then hashes all of the attempt's
     lines: different attempts never share a key (a grown timestamp-less attempt is recorded as a new one)."""
-    h = hashlib.sha256(f"{host}\0{unit}\0".encode())
+    h = _sha256(f"{host}\0{unit}\0".encode())
     n = 0
     timed = False
     for r in a.records:
@@ -158,7 +179,7 @@ def signature(a: Attempt) -> str | None:
         return None
     for rx in _NORM:
         text = rx.sub("#", text)
-    return hashlib.sha1(text.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()[:12]
+    return _sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
 
 
 def _config(a: Attempt) -> dict:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from logdoctor import rxcache
 from logdoctor.blocks import Block, Frame
+from logdoctor.engines import each
 from logdoctor.hints import strip_false
 from logdoctor.records import SERVICE, Record
 from logdoctor.vocab import PHASES
@@ -33,7 +34,8 @@ _REQUEST_HEAD = rxcache.compile(r"Exception in ASGI application|Error in ASGI|Ex
 _REQUEST_MSG = rxcache.compile(r"is longer than the model's context length|maximum context length is \d+ tokens|"
                                r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
                                r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long")
-ENGINE_FILE = rxcache.compile(r"/(?:sglang|vllm|lmdeploy|tensorrt_llm|text_generation_server)/")
+# a frame in an engine's own package (Engine.package_dirs)
+ENGINE_FILE = rxcache.compile("/(?:" + "|".join(map(re.escape, each("package_dirs"))) + ")/")
 _SERVER_FRAMES = rxcache.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
 
 

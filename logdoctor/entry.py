@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import sys
 
-_CHOICES = {"--format": ("text", "json", "markdown"), "--engine": ("auto", "sglang", "vllm", "tgi", "trtllm", "lmdeploy")}
+_FORMATS = ("text", "json", "markdown")
+
+
+def _choices(option: str) -> tuple[str, ...] | None:
+    """The values an option of the fast path accepts (None: any); --engine's are the registry's."""
+    if option == "--format":
+        return _FORMATS
+    if option == "--engine":
+        from logdoctor.engines import ENGINE_NAMES
+        return ("auto", *ENGINE_NAMES)
+    return None
 
 
 def _fast_args(argv: list[str]) -> dict | None:
@@ -24,7 +34,8 @@ def _fast_args(argv: list[str]) -> dict | None:
             kw["no_history"] = True
         elif a in ("--format", "--engine", "--rules", "--history"):
             v = next(it, None)
-            if v is None or (a in _CHOICES and v not in _CHOICES[a]) or v.startswith("-"):
+            choices = _choices(a)
+            if v is None or (choices is not None and v not in choices) or v.startswith("-"):
                 return None
             if a == "--rules":
                 kw["rule_dirs"].append(v)

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from logdoctor import rxcache
 from logdoctor.engines import ENGINES as _REGISTRY
 from logdoctor.engines.spelling import Field, Side, Spelling
 from logdoctor.errors import InputError
@@ -47,7 +48,8 @@ class Lever:
         return self.sides.get((engine or "").lower())
 
 
-# the canonical levers: kind, bounds and arithmetic; each engine's spelling is in engines/<name>.py LEVER_SIDES
+# the canonical levers: kind, bounds and arithmetic; each engine's spelling is in engines/<name>.py LEVER_SIDES,
+# and what is particular to one engine's handling of a lever in its LEVER_NOTES (Engine.lever_notes)
 _CANONICAL: tuple[Lever, ...] = (
     Lever("mem_fraction", "fraction", bounds=(0.05, 0.95), up=0.04, down=0.05),
     Lever("context_length", "int", bounds=(1, None), align=1024),
@@ -57,7 +59,7 @@ _CANONICAL: tuple[Lever, ...] = (
     Lever("max_total_tokens", "int", bounds=(1, None)),
     Lever("graph_max_bs", "int", bounds=(1, None), growth="pow2"),
     Lever("graphs_off", "bool"),
-    Lever("piecewise_graph_off", "bool", note="vLLM: piecewise is part of cudagraph_mode (-cc), no single flag"),
+    Lever("piecewise_graph_off", "bool"),
     Lever("prefill_graph_max", "int", bounds=(1, None), growth="pow2"),
     Lever("torch_compile", "bool"),
     Lever("torch_compile_max_bs", "int", bounds=(1, None), growth="pow2"),
@@ -66,7 +68,7 @@ _CANONICAL: tuple[Lever, ...] = (
     Lever("dp_size", "int", bounds=(1, None), growth="pow2"),
     Lever("ep_size", "int", bounds=(1, None), growth="pow2"),
     Lever("expert_parallel", "bool"),
-    Lever("attention_backend", "str", note="older vLLM: env VLLM_ATTENTION_BACKEND"),
+    Lever("attention_backend", "str"),
     Lever("custom_all_reduce_off", "bool"),
     Lever("prefix_cache_off", "bool"),
     Lever("mamba_ratio", "float", bounds=(0.05, 4.0), up=1.5, down=1.5, note="mamba-state memory / full-KV memory"),
@@ -79,9 +81,8 @@ _CANONICAL: tuple[Lever, ...] = (
     Lever("quantization", "str"),
     Lever("dtype", "enum", choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
     Lever("trust_remote_code", "bool"),
-    Lever("speculative_algorithm", "str", note="vLLM before 0.33: only --speculative-config JSON (not rendered)"),
-    Lever("max_seq_len_to_capture", "int",
-          bounds=(1, None), align=1024, note="vLLM only; gone from current builds (not in 0.33)"),
+    Lever("speculative_algorithm", "str"),
+    Lever("max_seq_len_to_capture", "int", bounds=(1, None), align=1024),
     Lever("swap_space", "int", bounds=(0, None), note="GiB of CPU swap per GPU"),
     Lever("cpu_offload", "int",
           bounds=(0, None), note="GiB of weights kept in host RAM per GPU; host memory, not GPU memory"),
@@ -476,7 +477,7 @@ class BadValue(InputError):
 
 # a name: letters, digits and `_ . : -`, never starting with `-` (no option), no whitespace, quote or shell
 # metacharacter; at most 64 characters. Backends, quantization methods, speculative algorithms, host:port.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+_NAME = rxcache.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
 _TOKEN = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_.:=-]{0,127}")   # an engine flag or a rendered value
 

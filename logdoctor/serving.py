@@ -41,8 +41,17 @@ class Hang:
     def actions() -> list[str]:
         return ["next time it hangs, before stopping it: py-spy dump --pid <scheduler/worker pid> (and nvidia-smi)",
                 "find the last request the engine logged before it went quiet and try to reproduce with it",
-                "let the engine's own watchdog dump and exit on a stuck forward pass (SGLang --watchdog-timeout; "
-                "NCCL: TORCH_NCCL_ASYNC_ERROR_HANDLING=1, TORCH_NCCL_TRACE_BUFFER_SIZE for a flight-recorder dump)"]
+                "let the engine's own watchdog dump and exit on a stuck forward pass ("
+                + "".join(f"{title} {flag}; " for title, flag in _watchdog_flags())
+                + "NCCL: TORCH_NCCL_ASYNC_ERROR_HANDLING=1, TORCH_NCCL_TRACE_BUFFER_SIZE for a flight-recorder dump)"]
+
+
+def _watchdog_flags() -> list[tuple[str, str]]:
+    """(engine title, flag) of each registered engine with a watchdog flag (its `watchdog_timeout` lever)."""
+    from logdoctor.engines import ENGINES
+
+    return [(e.title, side.flags[-1].flag) for e in ENGINES.values()
+            if (side := e.lever_sides.get("watchdog_timeout")) is not None and side.flags]
 
 
 def hang(a, ready_line: int) -> Hang | None:

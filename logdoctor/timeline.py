@@ -16,7 +16,7 @@ from logdoctor import decisive as dcs
 from logdoctor import phases, rxcache, serving
 from logdoctor.blocks import Block, assemble
 from logdoctor.config import Config, extract_config
-from logdoctor.engines import ENGINES
+from logdoctor.engines import ENGINES, each
 from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
 from logdoctor.records import KERNEL, KERNEL_WORDS, SERVICE, SYSTEMD, Record, kernel_sourced
@@ -58,7 +58,9 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
      r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+", "launch"),
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
-_COMPILE_FILES = rxcache.compile(r"/torch/_dynamo/|/torch/_inductor/|/vllm/compilation/|/sglang/srt/compilation/")
+# torch.compile's own frames, and each engine's compile backend (Engine.compile_dirs)
+_COMPILE_FILES = rxcache.compile("|".join((r"/torch/_dynamo/", r"/torch/_inductor/")
+                                          + tuple(f"/{re.escape(d)}/" for d in each("compile_dirs"))))
 _ERROR_RX: tuple = ()    # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
 _NAMES = rxcache.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
 
@@ -532,7 +534,9 @@ def _error_phase(blocks: list[Block], a: Attempt) -> str | None:
     return None
 
 
-_WORKER_RANK = rxcache.compile(r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$|^Worker_|^VllmWorker")
+# a rank tag, or an engine's worker process tag (Engine.worker_processes)
+_WORKER_RANK = rxcache.compile("|".join((r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$",)
+                                        + tuple(f"^(?:{p})" for p in each("worker_processes"))))
 
 
 def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str | None, bool]:

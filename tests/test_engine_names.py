@@ -20,20 +20,6 @@ NAMES = re.compile(r"sglang|vllm|(?<![a-z])tgi(?![a-z])|text[-_]generation|lmdep
 
 # module (relative to logdoctor/) -> why it still names an engine; shrink this list as the literals move to engines/
 ALLOWED: dict[str, str] = {
-    "attempts.py": "process names (_ENGINE_COMM): read Engine.process_names (attempts.py is being refactored on "
-    "another branch)",
-    "decisive.py": "package paths (ENGINE_FILE): read Engine.package_dirs (being refactored on another branch)",
-    "timeline.py": "compile paths (_COMPILE_FILES) and worker tags (_WORKER_RANK): read Engine.compile_dirs / "
-    "worker_processes (being refactored on another branch)",
-    "matching/conditions.py": "the `engine` leaf's syntax example in its schema text (matching/* on another branch)",
-    "entry.py": "the fast path's own --engine choice list: derive from engines.ENGINE_NAMES",
-    "levers.py": "notes on levers that name the engine whose flag it is; move them onto the engine's LEVER_SIDES",
-    "serving.py": "advice text naming one engine's watchdog flag; belongs on that engine's record",
-    "formats/wrappers.py": "TensorRT-LLM's own line prefix in the known-prefix table; engines/prefixes.py is its home",
-    "atlas/phases.py": "the atlas's source-file to phase table, per engine's source tree (atlas data, mined per engine)",
-    "commands/atlas.py": "--engine choices of the atlas commands (the atlas covers two engines; commands/* elsewhere)",
-    "commands/fix.py": "an example unit name in the command's help text (commands/* on another branch)",
-    "commands/preflight.py": "preflight's --engine choice (the preflight memory model covers two engines)",
     "preflight/budget.py": "preflight's per-engine memory budget: flag names and overheads per engine",
     "preflight/overheads.py": "preflight's per-engine overhead table",
     "preflight/inputs.py": "preflight's engine choice and flag names",
@@ -102,3 +88,22 @@ def test_the_attempt_boundary_is_the_registrys():
     from logdoctor.attempts import _CONFIG
 
     assert _CONFIG.pattern == config_dump_pattern()
+
+
+def test_the_tables_outside_engines_read_the_record():
+    """What decisive, timeline, the atlas and the levers' notes read from the record is in force there."""
+    from logdoctor import decisive, timeline
+    from logdoctor.atlas.phases import PHASE_TABLE, phase_of
+    from logdoctor.levers import LEVERS
+    from logdoctor.vocab import PHASES
+
+    for e in ENGINES.values():
+        for d in e.package_dirs:
+            assert decisive.ENGINE_FILE.search(f"/usr/lib/python3/site-packages/{d}/x.py"), (e.name, d)
+        for d in e.compile_dirs:
+            assert timeline._COMPILE_FILES.search(f"/site-packages/{d}/backends.py"), (e.name, d)
+        for phase, words in e.source_phases:
+            assert phase in PHASES and all(w in dict(PHASE_TABLE)[phase] for w in words), (e.name, phase)
+            assert all(phase_of(w + "x.py", "f") == phase for w in words), (e.name, words)
+        assert set(e.lever_notes) <= set(LEVERS), e.name  # notes are on canonical levers
+    assert timeline._WORKER_RANK.match("TP0") and not timeline._WORKER_RANK.match("main")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Final
 
-PHASE_TABLE: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+from logdoctor.engines import ENGINES
+
+_SHARED: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     # capturing CUDA graphs (SGLang cuda_graph_runner / capture_model, vLLM capture_model, piecewise backends)
     ("graph_capture", ("cuda_graph_runner", "capture_model", "cuda_graph", "cudagraph", "graph_runner", "piecewise")),
     # warm-up requests / dummy runs after the pool exists
@@ -73,14 +75,25 @@ PHASE_TABLE: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
             "server_args",
             "arg_utils",
             "arg_groups/",
-            "vllm/config",
             "srt/configs/",
             "entrypoints/cli",
             "launch_server",
-            "sglang/cli/",
         ),
     ),
 )
+
+
+def _with_engines(table: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The shared table with each engine's own words (Engine.source_phases) added to the row of their phase."""
+    extra: dict[str, tuple[str, ...]] = {}
+    for e in ENGINES.values():
+        for phase, words in e.source_phases:
+            extra[phase] = extra.get(phase, ()) + words
+    return tuple((phase, words + extra.get(phase, ())) for phase, words in table)
+
+
+# the rows, in order; engine package paths that mean a phase are on the engine's record
+PHASE_TABLE: Final[tuple[tuple[str, tuple[str, ...]], ...]] = _with_engines(_SHARED)
 
 
 def phase_of(module: str, qualname: str) -> str:

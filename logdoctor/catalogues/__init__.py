@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from logdoctor import rxcache
 from logdoctor.catalogues import load
 from logdoctor.catalogues.entries import CudaError, NcclResult, TorchFamily, Xid
 from logdoctor.catalogues.resolve import Mention, mention
@@ -71,7 +72,7 @@ def xid_codes(*, host: bool | None = None, cls: str | None = None) -> frozenset[
 
 @cache
 def _torch_rx() -> tuple[tuple[re.Pattern[str], TorchFamily], ...]:
-    return tuple((re.compile(f.pattern), f) for f in load.torch())
+    return tuple((rxcache.compile(f.pattern), f) for f in load.torch())
 
 
 def torch_family(text: str) -> TorchFamily | None:
@@ -81,7 +82,7 @@ def torch_family(text: str) -> TorchFamily | None:
     return hits[0] if hits else None
 
 
-_ERROR_HEAD = re.compile(r"\w(?:Error|Exception)\b|\berror:|\bError:|\bfailed\b|\bfailure\b", re.I)
+_ERROR_HEAD = rxcache.compile(r"\w(?:Error|Exception)\b|\berror:|\bError:|\bfailed\b|\bfailure\b", re.I)
 
 
 def is_advice(text: str) -> bool:

@@ -8,27 +8,27 @@ cause. `GATE` is a cheap test run first; most lines fail it and never touch a ca
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 
+from logdoctor import rxcache
 from logdoctor.catalogues import load
 from logdoctor.catalogues.entries import CudaError, NcclResult
 
-GATE = re.compile(
+GATE = rxcache.compile(
     r"CUDA (?:driver )?[Ee]rror|Cuda (?:error|failure)|CUDA failure|cudaError|CUDA_ERROR_|Triton Error|"
     r"NCCL (?:[Ee]rror|WARN)|nccl\w*Error|Error \d{1,3}: "
 )
-_CUDA_TEXT = re.compile(
+_CUDA_TEXT = rxcache.compile(
     r"(?:CUDA (?:driver )?error|Cuda (?:error|failure)|CUDA failure|CUDA Error|Triton Error \[CUDA\])(?: \S+:\d+)?:? '?(?P<text>[^\n]+)"
 )
-_CODE = re.compile(
+_CODE = rxcache.compile(
     r"\b(?:Error|error|code|code=|err=|CUresult|cudaError_t)\s*[=:]?\s*(?P<code>\d{1,3})\b(?::\s*(?P<text>[^\n(]+))?"
 )
-_NAME = re.compile(
+_NAME = rxcache.compile(
     r"\b(?P<name>cudaError\w+|CUDA_ERROR_[A-Z_]+|cudaSuccess|nccl(?:[A-Z]\w+Error|InProgress|Timeout))\b"
 )
-_NCCL_TEXT = re.compile(r"NCCL (?:error|Error)[^\n]*?(?:: |, )(?P<text>[a-z][^\n(]+)")
+_NCCL_TEXT = rxcache.compile(r"NCCL (?:error|Error)[^\n]*?(?:: |, )(?P<text>[a-z][^\n(]+)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import click
 
+from logdoctor.engines import ENGINES
+
+ATLAS_ENGINES = [e.name for e in ENGINES.values() if e.in_atlas]  # the engines the atlas covers (Engine.in_atlas)
+
 
 def _load(path: str | None):
     from logdoctor.atlas import load
@@ -23,7 +27,7 @@ def atlas() -> None:
 
 @atlas.command("lookup")
 @click.argument("text", nargs=-1, required=True)
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="only this engine's entries")
+@click.option("--engine", type=click.Choice(ATLAS_ENGINES), help="only this engine's entries")
 @click.option("--all", "show_all", is_flag=True, help="every entry the text holds, best first")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--atlas", "atlas_path", type=click.Path(dir_okay=False), help="another atlas file")

@@ -25,12 +25,13 @@ from logdoctor.vocab import TIERS
 ENGINES = ("auto", *ENGINE_NAMES)  # the engine registry (engines/__init__.py)
 DEFAULT_BAR = "specific"           # unattended writes need a rule of this tier or stronger (vocab.TIERS)
 
-EPILOG = """\b
+_UNIT = f"{ENGINE_NAMES[0]}-qwen"  # the examples' unit name
+EPILOG = f"""\b
 Examples:
-  logdoctor fix sglang-qwen.service --log journal.txt           # the diff of the drop-in it would write
-  logdoctor fix /etc/systemd/system/sglang-qwen.service --log journal.txt --write
-      # -> /etc/systemd/system/sglang-qwen.service.d/50-logdoctor.conf; then: systemctl daemon-reload
-  logdoctor fix sglang-qwen.service --log journal.txt --write --new-unit   # sglang-qwen-mem092.service
+  logdoctor fix {_UNIT}.service --log journal.txt           # the diff of the drop-in it would write
+  logdoctor fix /etc/systemd/system/{_UNIT}.service --log journal.txt --write
+      # -> /etc/systemd/system/{_UNIT}.service.d/50-logdoctor.conf; then: systemctl daemon-reload
+  logdoctor fix {_UNIT}.service --log journal.txt --write --new-unit   # {_UNIT}-mem092.service
   logdoctor fix launch.sh --log journal.txt --out -             # a command line: the edited script on stdout
   logdoctor fix U.service --log j.txt --write --min-confidence 0.9   # only a verdict with confidence >= 0.9
 

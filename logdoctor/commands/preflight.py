@@ -10,11 +10,12 @@ import sys
 import click
 
 from logdoctor.commands.history import history_options, open_from_options
+from logdoctor.preflight.inputs import SUPPORTED  # the engines the preflight memory model covers
 
 
 @click.command("preflight", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="UNIT_FILE | -- COMMAND ...")
-@click.option("--engine", type=click.Choice(["auto", "sglang", "vllm"]), default="auto", show_default=True)
+@click.option("--engine", type=click.Choice(["auto", *SUPPORTED]), default="auto", show_default=True)
 @click.option("--model-config", help="config.json or a model folder (else the command's local --model-path)")
 @click.option("--draft-config", help="the speculative draft model's config.json or folder")
 @click.option("--nvidia-smi-xml", help="`nvidia-smi -q -x` output of the target host (else live NVML)")

@@ -32,6 +32,7 @@ class Engine:
     `proc_is_rank`: its process tags stand for ranks where no rank prefix says which rank wrote a line.
     `unknown_fallback`: its markers are tried when the engine cannot be told.
     `lever_sides`: canonical lever -> how this engine spells it (levers.py reads them).
+    `lever_notes`: canonical lever -> what is particular to this engine's handling of it (documentation).
 
     Knowledge below the names (issue 20; like ruff's codes.rs, nothing outside engines/ should name an engine):
     `package_dirs`: its Python package folders as they appear in traceback paths (frames that are the engine's own).
@@ -44,7 +45,10 @@ class Engine:
     `config_dump`: regexes, on a message, of the line that opens an attempt (its config dump or version banner).
     `config_dump_words`: literal words every such line contains (byte prefilters look for them; a word ending in
     "=" also appears as a keyword argument in traceback lines, which is not a dump).
-    `env_prefixes`: prefixes of its own environment variables (config reads them from the log)."""
+    `env_prefixes`: prefixes of its own environment variables (config reads them from the log).
+    `source_phases`: (phase, words) pairs: a message raised in a module path of its package containing one of the
+    words belongs to that start-up phase (atlas/phases.py adds them to its shared table's row for the phase).
+    `in_atlas`: its released sources are mined into the atlas of messages (docs/atlas.md; `logdoctor atlas`)."""
 
     name: str
     title: str
@@ -69,6 +73,7 @@ class Engine:
     proc_is_rank: bool = False  # its process tags (EngineCore_DP0, Worker_TP1) stand for ranks
     unknown_fallback: bool = False
     lever_sides: Mapping[str, Side] = field(default_factory=lambda: MappingProxyType({}))
+    lever_notes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     package_dirs: tuple[str, ...] = ()
     compile_dirs: tuple[str, ...] = ()
     process_names: tuple[str, ...] = ()
@@ -78,6 +83,8 @@ class Engine:
     config_dump: tuple[str, ...] = ()
     config_dump_words: tuple[str, ...] = ()
     env_prefixes: tuple[str, ...] = ()
+    source_phases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    in_atlas: bool = False
 
     def version_in(self, msg: str) -> str | None:
         """The version this line states, if it is this engine's version line."""

@@ -55,6 +55,10 @@ _TRT = rxcache.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:T
 _UVI = rxcache.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+")
 _PYLOG = rxcache.compile(r"^(?P<level>WARNING|ERROR|CRITICAL|INFO|DEBUG):(?P<name>[\w.]+):")
 
+# the leading token of each form above (SGLang's time, torch's rank, TRT-LLM's tag and time, vLLM's process tag), for
+# formats/wrappers.py: a prefix most lines share that no parser knows is reported
+LEADS: tuple[str, ...] = (r"\[\d{4}-\d\d-\d\d[ T]", r"\[rank\d+\]", r"\[TensorRT-LLM\]", r"\[TRT-LLM\]", r"\[\d\d/\d\d/\d{4}",
+                          r"\((?:[\w.:\-]+ )?(?:pid|rank)=", r"\([A-Z]\w*[_ ]?\w*\) ")
 _TRT_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "D": "DEBUG", "V": "DEBUG"}
 
 

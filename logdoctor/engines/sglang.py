@@ -235,4 +235,5 @@ ENGINE = Engine(
     package_dirs=("sglang",), compile_dirs=("sglang/srt/compilation",),
     process_names=("sglang", r"[Ss]chedul", r"[Dd]etoken", r"[Tt]okenizer"), unit_words=("sglang",),
     config_dump=(r"^server_args=",), config_dump_words=("server_args=",), env_prefixes=("SGLANG_",),
+    source_phases=(("launch", ("sglang/cli/",)),), in_atlas=True,
 )

@@ -181,15 +181,25 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType({
         _side((), _F("shm_size")),
 })
 
+# what is particular to vLLM's handling of a lever
+LEVER_NOTES: MappingProxyType[str, str] = MappingProxyType({
+    "piecewise_graph_off": "piecewise is part of cudagraph_mode (-cc), no single flag",
+    "attention_backend": "older vLLM: env VLLM_ATTENTION_BACKEND",
+    "speculative_algorithm": "before 0.33: only --speculative-config JSON (not rendered)",
+    "max_seq_len_to_capture": "vLLM only; gone from current builds (not in 0.33)",
+})
+
 ENGINE = Engine(
     name=NAME, title="vLLM", signatures=SIGNATURES, markers=MARKERS, deaths=DEATHS,
     version_pattern=_VERSION, version_keywords=("version", "LLM engine (v"), version_strip=".,", banner_names=("vllm",),
     launch_pattern=r"vllm\.entrypoints|(?:^|\s|/)vllm serve\s", command_words=("vllm",), command_line=True,
     flag_aliases=FLAG_ALIASES, nargs_flags=NARGS_FLAGS, hint_flags=HINT_FLAGS, resolved_config=resolved_config,
     no_flags_negate=True, config_complete=True, proc_is_rank=True, unknown_fallback=True, lever_sides=LEVER_SIDES,
+    lever_notes=LEVER_NOTES,
     package_dirs=("vllm",), compile_dirs=("vllm/compilation",),
     process_names=("vllm", "EngineCore", "Worker"), front_end_processes=(r"APIServer\w*", r"EngineCore\w*", r"LLMEngine\w*"),
     worker_processes=(r"Worker_", r"VllmWorker"), unit_words=("vllm",),
     config_dump=(r"non-default args:", r"^vLLM (?:server|API server) version"),
     config_dump_words=("non-default args:", "vLLM "), env_prefixes=("VLLM_",),
+    source_phases=(("launch", ("vllm/config",)),), in_atlas=True,
 )

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 
+from logdoctor import rxcache
+
 # C0 except tab (and newline, where the caller keeps it), DEL, C1, the bidi embeddings/overrides/isolates and
 # marks, the line and paragraph separators
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_UNSAFE = rxcache.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 _OWN_SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colours logdoctor itself adds (logs' escapes are stripped on read)
 
 

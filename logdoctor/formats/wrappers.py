@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from logdoctor import rxcache
+from logdoctor.engines.prefixes import LEADS as ENGINE_LEADS
 from logdoctor.formats.container import iso_ts
 
 _RAY = rxcache.compile(r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
@@ -34,9 +35,11 @@ _RFC3339 = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\
 # the leading token of a line, for spotting a whole-log prefix nobody parses: bracketed / parenthesised tags,
 # "name |", "name:" labels
 _LEAD = rxcache.compile(r"^(?:\[[^\]\s]{1,80}\]|\([^)]{1,80}\)|[\w.\-]{1,40} ?\||<[^>]{1,40}>)")
-_KNOWN_LEAD = rxcache.compile(r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[\d{4}-\d\d-\d\d[ T]|\[rank\d+\]|\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
-                              r"\[TensorRT-LLM\]|\[TRT-LLM\]|\[\d\d/\d\d/\d{4}|\((?:[\w.:\-]+ )?(?:pid|rank)=|\([A-Z]\w*[_ ]?\w*\) |"
-                              r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])")
+# the leading tokens some parser knows: these wrappers', the engines' own prefixes (engines/prefixes.py LEADS), and
+# glog / source-location / bare-level tags
+_KNOWN_LEAD = rxcache.compile(r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
+                              + "".join(f"{lead}|" for lead in ENGINE_LEADS)
+                              + r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])")
 WRAPPERS = ("ray", "torchrun", "mpirun", "srun", "kubectl")
 
 

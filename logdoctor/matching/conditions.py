@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from logdoctor import decisive, rxcache
 from logdoctor.blocks import Block
+from logdoctor.engines import ENGINE_NAMES, each
 from logdoctor.limits import MATCH_CAP
 from logdoctor.matching.prefilter import can_match, for_context
 from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record, kernel_sourced
@@ -70,7 +71,7 @@ class Context:
 
 # an engine's echo of a request it received (SGLang --log-requests "Receive: obj=GenerateReqInput(text=...",
 # "Finish: obj=..."; vLLM "Received request ID: prompt: '...'"): the text in it is the user's
-_REQUEST_ECHO = re.compile(r"^(?:Receive|Finish): obj=\w{0,40}Req\w{0,40}\(|^Received request \S{1,200}: prompt")
+_REQUEST_ECHO = rxcache.compile(r"^(?:Receive|Finish): obj=\w{0,40}Req\w{0,40}\(|^Received request \S{1,200}: prompt")
 
 
 def _quoted_kernel(text: str) -> bool:
@@ -437,8 +438,9 @@ def leaf_exit_code(val, ctx, compiled, scope):
     return None
 
 
-# front-end processes that only echo a worker's error (vLLM's APIServer / EngineCore with TP>1, the launcher)
-_FRONT_END = rxcache.compile(r"^(?:main|APIServer\w*|EngineCore\w*|LLMEngine\w*|Engine\w*)$")
+# front-end processes that only echo a worker's error (Engine.front_end_processes: vLLM's APIServer / EngineCore with
+# TP>1), the launcher
+_FRONT_END = rxcache.compile("^(?:" + "|".join(("main", *each("front_end_processes"), r"Engine\w*")) + ")$")
 
 
 @leaf('ranks_failed', syntax='ranks_failed: {alone: true} / {min: 2}',
@@ -512,7 +514,7 @@ def leaf_cut(val, ctx, compiled, scope):
     return Hit() if cut == bool(val) else None
 
 
-@leaf('engine', syntax='engine: sglang',
+@leaf('engine', syntax=f'engine: {ENGINE_NAMES[0]}',
       schema={"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
 def leaf_engine(val, ctx, compiled, scope):
     """The detected engine is this one or one of these. Example: `engine: [vllm]`."""

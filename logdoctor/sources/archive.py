@@ -14,9 +14,7 @@ Nothing here raises for damaged data; only a missing zstandard package is an Inp
 
 from __future__ import annotations
 
-import bz2
 import io
-import lzma
 import struct
 import zlib
 from collections.abc import Iterator
@@ -27,7 +25,8 @@ from logdoctor.errors import InputError
 
 _CHUNK = 1 << 20  # most output bytes per decompress call
 _FEED = 256 << 10  # compressed bytes fed per call (zlib copies its unconsumed input on every call)
-_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError)
+# (+ lzma.LZMAError for xz: lzma and bz2 are imported only to read such a file, not on every explain's path)
+_ERRORS = (OSError, EOFError, zlib.error, ValueError)
 MAGIC = {"gzip": b"\x1f\x8b", "xz": b"\xfd7zXZ\x00", "bzip2": b"BZh", "zstd": b"\x28\xb5\x2f\xfd"}
 MAX_LAYERS = 3  # gzip of xz of ...: deeper nesting is not a log
 
@@ -203,12 +202,16 @@ class Expansion:
     def __iter__(self) -> Iterator[bytes]:
         self._src = src = _Source(self.data)
         body = self._gzip if self.kind == "gzip" else self._zstd if self.kind == "zstd" else self._other
-        zstd_error: tuple = ()
-        if self.kind == "zstd":
+        lib_error: tuple = ()
+        if self.kind == "xz":
+            import lzma
+
+            lib_error = (lzma.LZMAError,)
+        elif self.kind == "zstd":
             try:
                 import zstandard
 
-                zstd_error = (zstandard.ZstdError,)
+                lib_error = (zstandard.ZstdError,)
             except ImportError:
                 raise InputError(
                     f"{self.origin}: zstd-compressed; reading it needs the zstandard package (pip install"
@@ -216,7 +219,7 @@ class Expansion:
                 ) from None
         try:
             yield from body(src)
-        except (*_ERRORS, _Bad, *zstd_error) as exc:
+        except (*_ERRORS, _Bad, *lib_error) as exc:
             self.stopped = f"corrupt {self.kind} data{self._after()} ({_short(exc)})"
 
     # --- gzip, parsed by hand: a lying header or trailer is noted, not fatal ------------------------------------
@@ -312,6 +315,9 @@ class Expansion:
     # --- xz, bzip2: the library parses the container; every concatenated stream is read --------------------------
 
     def _other(self, src: _Source) -> Iterator[bytes]:
+        import bz2
+        import lzma
+
         kind = self.kind
         buf = src.piece()
         while buf:
