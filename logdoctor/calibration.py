@@ -69,13 +69,7 @@ def reliability(results, unseen_ids: set[str] | None = None, threshold: float = 
     rs = [r for r in results if unseen_ids is None or r.id in unseen_ids]
     named = [r for r in rs if _claims(r)]
     hi = [r for r in named if r.confidence >= threshold]
-    bins = {}
-    for lo, up in BINS:
-        b = [r for r in named if lo <= r.confidence < up or (up == 1.0 and r.confidence == 1.0)]
-        right = sum(r.cause_ok for r in b)
-        bins[f"{lo:.1f}-{up:.1f}"] = {"cases": len(b), "right": right,
-                                      "share": round(right / len(b), 3) if b else None,
-                                      "mean_confidence": round(sum(r.confidence for r in b) / len(b), 3) if b else None}
+    bins = {f"{lo:.1f}-{up:.1f}": _bin(named, lo, up) for lo, up in BINS}
     healthy = [r for r in rs if r.cause is None]
     unknown = [r for r in rs if r.cause == "unknown"]
     return {"cases": len(rs), "named_cause": len(named), f"conf>={threshold}": len(hi),
@@ -83,3 +77,13 @@ def reliability(results, unseen_ids: set[str] | None = None, threshold: float = 
             "wrong_at_conf": sorted(r.id for r in hi if not r.cause_ok), "bins": bins,
             "healthy_verdicts": {"cases": len(healthy), "right": sum(r.cause_ok for r in healthy)},
             "unknown_verdicts": {"cases": len(unknown), "label_unknown": sum(r.label_cause == "unknown" for r in unknown)}}
+
+
+def _bin(named: list, lo: float, up: float) -> dict:
+    """One confidence bin [lo, up) (the top bin holds 1.0 too): its cases, how many are right, the share right and
+    the mean confidence (None for an empty bin)."""
+    b = [r for r in named if lo <= r.confidence < up or (up == 1.0 and r.confidence == 1.0)]
+    right = sum(r.cause_ok for r in b)
+    return {"cases": len(b), "right": right,
+            "share": round(right / len(b), 3) if b else None,
+            "mean_confidence": round(sum(r.confidence for r in b) / len(b), 3) if b else None}

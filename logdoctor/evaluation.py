@@ -50,30 +50,48 @@ def score(case: Case, d) -> CaseResult:
     lp = lab.get("phase") or ("serving" if not case.failed else "unknown")
     cause = d.cause if d.failed else None
     proposed = [f"{f.flag}" + ("" if f.to is True else f" {f.to}") for f in d.fixes]
-    first_two = {f.flag for f in d.fixes[:2]}
-    fix_flags = [str(x) for x in (lab.get("fix_flags") or [])]
-    fix_ok = None
-    if fix_flags and case.failed:
-        fix_ok = any(_flag_of(f) in first_two for f in fix_flags)
-    forbidden = []
-    for m in lab.get("must_not_suggest") or []:
-        parts = str(m).split(None, 1)
-        for f in d.fixes:
-            if f.flag != parts[0]:
-                continue
-            if len(parts) == 1 or _norm_val(parts[1]) == _norm_val(f.to):
-                forbidden.append(f"{f.flag} {f.to}")
-    cause_ok = (not case.failed and not d.failed) or (case.failed and d.failed and cause == lc)
-    sec = lab.get("secondary")
+    cause_ok, secondary_ok = _cause_agrees(case, d, cause, lc)
     res = CaseResult(
         id=case.id, engine=str(lab.get("engine") or d.engine), label_cause=lc, label_phase=lp, cause=cause,
         phase=d.phase, confidence=d.confidence, rule=d.rule, cause_ok=cause_ok,
-        cause_or_secondary_ok=cause_ok or (case.failed and d.failed and sec is not None and cause == sec),
-        phase_ok=(d.phase == lp), fix_ok=fix_ok, forbidden=forbidden,
+        cause_or_secondary_ok=cause_ok or secondary_ok,
+        phase_ok=(d.phase == lp), fix_ok=_fix_agrees(case, d), forbidden=_forbidden(lab, d.fixes),
         healthy_flagged=(not case.failed and d.failed), unknown=(d.failed and cause == "unknown"),
         wrong_confident=(not cause_ok and d.confidence >= 0.8 and d.failed and cause != "unknown"),
         fixes=proposed, group=str(lab.get("variant_of") or case.id))
     return res
+
+
+def _cause_agrees(case: Case, d, cause: str | None, label_cause: str | None) -> tuple[bool, bool]:
+    """(the cause is the label's, the cause is the label's secondary one): a healthy case agrees when nothing
+    failed; a failed case only when the diagnosis failed too, with that cause."""
+    cause_ok = (not case.failed and not d.failed) or (case.failed and d.failed and cause == label_cause)
+    sec = case.label.get("secondary")
+    return cause_ok, bool(case.failed and d.failed and sec is not None and cause == sec)
+
+
+def _fix_agrees(case: Case, d) -> bool | None:
+    """Whether a flag of the label's fix_flags is among the first two fixes proposed; None when the label names
+    none (or the case is healthy), so the case does not count towards fix agreement."""
+    fix_flags = [str(x) for x in (case.label.get("fix_flags") or [])]
+    if not (fix_flags and case.failed):
+        return None
+    first_two = {f.flag for f in d.fixes[:2]}
+    return any(_flag_of(f) in first_two for f in fix_flags)
+
+
+def _forbidden(lab: dict, fixes: list) -> list[str]:
+    """The proposed fixes the label's must_not_suggest forbids: `FLAG` forbids any value, `FLAG VALUE` that value
+    (compared as numbers where both read as one)."""
+    forbidden = []
+    for m in lab.get("must_not_suggest") or []:
+        parts = str(m).split(None, 1)
+        for f in fixes:
+            if f.flag != parts[0]:
+                continue
+            if len(parts) == 1 or _norm_val(parts[1]) == _norm_val(f.to):
+                forbidden.append(f"{f.flag} {f.to}")
+    return forbidden
 
 
 def run(dirs, *, rule_dirs=(), classifier="default", mode="combined") -> list[CaseResult]:

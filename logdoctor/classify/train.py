@@ -249,20 +249,8 @@ def fit(examples: list[Example], *, n_buckets: int = N_BUCKETS, c_grid=C_GRID, k
     groups = [e.group for e in examples]
     rows = _rows(examples, n_buckets)
 
-    # out-of-fold decision values per C (the column filter is recomputed on each training fold)
     folds = _group_folds(groups, k_inner)
-    oof_by_c = {}
-    for C in c_grid:
-        z = np.full((len(examples), len(classes)), -np.inf)
-        for tr, te in folds:
-            kept = _kept_columns([rows[i] for i in tr], [groups[i] for i in tr])
-            ytr = [y[i] for i in tr]
-            if len(set(ytr)) < 2:
-                continue
-            clf = _fit_lr(design([rows[i] for i in tr], kept), ytr, C)
-            z[te] = _decision(clf, design([rows[i] for i in te], kept), classes)
-        t = fit_temperature(z, yi)
-        oof_by_c[C] = (z, t, _nll_safe(z, yi, t))
+    oof_by_c = {C: _out_of_fold(rows, y, yi, groups, classes, folds, C) for C in c_grid}
     best_c = min(c_grid, key=lambda C: (round(oof_by_c[C][2], 9), C))
     z, temperature, nll = oof_by_c[best_c]
     p = softmax_t(np.where(np.isfinite(z), z, -1e9), temperature)
@@ -281,12 +269,7 @@ def fit(examples: list[Example], *, n_buckets: int = N_BUCKETS, c_grid=C_GRID, k
     col_bucket = sorted(kept)
     nzj = [int(j) for j in np.flatnonzero(np.any(coef != 0.0, axis=0))]
     nz = [col_bucket[j] for j in nzj]
-    sha = hashlib.sha256()
-    for e in examples:
-        sha.update(f"{e.id}\t{e.group}\t{e.cause}\t{e.data_sha256}\n".encode())
-    fsha = hashlib.sha256()     # the tokens too: the same logs give other tokens when the parser changes
-    for e in examples:
-        fsha.update(("\t".join([e.id] + list(e.tokens)) + "\n").encode("utf-8", "surrogatepass"))
+    data_sha, features_sha = _training_hashes(examples)
     counts = {c: y.count(c) for c in classes}
     data = {
         "format": FORMAT,
@@ -302,7 +285,7 @@ def fit(examples: list[Example], *, n_buckets: int = N_BUCKETS, c_grid=C_GRID, k
         "threshold_criterion": CRITERION,
         "training": {
             "cases": len(examples), "groups": len(set(groups)), "class_counts": counts,
-            "data_sha256": sha.hexdigest(), "features_sha256": fsha.hexdigest(), "C": best_c, "seed": SEED,
+            "data_sha256": data_sha, "features_sha256": features_sha, "C": best_c, "seed": SEED,
             "min_groups": MIN_GROUPS, "error_cost": ERROR_COST,
             "inner_folds": len(folds), "estimator": "sklearn LogisticRegression(multinomial, lbfgs)",
             "oof": {"accuracy": round(float(right.mean()), 4), "nll_calibrated": round(float(nll), 4),
@@ -314,6 +297,34 @@ def fit(examples: list[Example], *, n_buckets: int = N_BUCKETS, c_grid=C_GRID, k
     }
     return Fitted(data=data, estimator=est, X=X, y=y,
                   oof={"z": z, "p": p, "right": right, "ids": [e.id for e in examples]})
+
+
+def _out_of_fold(rows, y: list, yi, groups: list, classes: list, folds: list, C: float) -> tuple:
+    """(out-of-fold decision values, their fitted temperature, the calibrated NLL) for one C: what the C and the
+    threshold are chosen on. The column filter is recomputed on each training fold; a fold whose training part holds
+    one class leaves its rows at -inf."""
+    z = np.full((len(y), len(classes)), -np.inf)
+    for tr, te in folds:
+        kept = _kept_columns([rows[i] for i in tr], [groups[i] for i in tr])
+        ytr = [y[i] for i in tr]
+        if len(set(ytr)) < 2:
+            continue
+        clf = _fit_lr(design([rows[i] for i in tr], kept), ytr, C)
+        z[te] = _decision(clf, design([rows[i] for i in te], kept), classes)
+    t = fit_temperature(z, yi)
+    return z, t, _nll_safe(z, yi, t)
+
+
+def _training_hashes(examples: list[Example]) -> tuple[str, str]:
+    """(data_sha256, features_sha256) of the training set: the first over ids, groups, causes and log hashes, the
+    second over the tokens too (the same logs give other tokens when the parser changes)."""
+    sha = hashlib.sha256()
+    for e in examples:
+        sha.update(f"{e.id}\t{e.group}\t{e.cause}\t{e.data_sha256}\n".encode())
+    fsha = hashlib.sha256()
+    for e in examples:
+        fsha.update(("\t".join([e.id] + list(e.tokens)) + "\n").encode("utf-8", "surrogatepass"))
+    return sha.hexdigest(), fsha.hexdigest()
 
 
 def _nll_safe(z, yi, t) -> float:

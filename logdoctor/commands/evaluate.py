@@ -43,30 +43,45 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
         require("train", "eval --cv")
     if fmt != "json":
         require("triage", "eval's tables (or use --format json)")
-    from logdoctor import evaluation as ev
     if calibration:
         _calibration(case_dirs, rule_dirs, cv or 5, fmt)
         return
     modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
+    report = _evaluate(case_dirs, rule_dirs, cv, modes)
+    if fmt == "json":
+        click.echo(json.dumps({m: {"summary": s, "cases": [asdict(r) for r in res]} for m, (res, s) in report.items()},
+                              indent=2, default=str))
+        return
+    _echo_tables(report, modes[-1], cv)
+
+
+def _evaluate(case_dirs, rule_dirs, cv: int | None, modes: list[str]) -> dict:
+    """{mode: (case results, summary)}: cross-validated with --cv K, else with the shipped classifier."""
+    from logdoctor import evaluation as ev
     report = {}
     if cv:
         by_mode = ev.run_cv(case_dirs, cv, rule_dirs=rule_dirs, modes=modes)
         for m in modes:
             report[m] = (by_mode[m], ev.summary(by_mode[m]))
-    for m in modes if not cv else ():
+        return report
+    for m in modes:
         results = ev.run(case_dirs, rule_dirs=rule_dirs, mode=m)
         report[m] = (results, ev.summary(results))
-    if fmt == "json":
-        click.echo(json.dumps({m: {"summary": s, "cases": [asdict(r) for r in res]} for m, (res, s) in report.items()},
-                              indent=2, default=str))
-        return
+    return report
+
+
+def _echo_tables(report: dict, last: str, cv: int | None) -> None:
+    """The text report: each mode's summary, then for the last mode the per-engine table, the confusion matrix and
+    the cases still wrong."""
     import pandas as pd
+
+    from logdoctor import evaluation as ev
     for m, (_, s) in report.items():
         click.echo(f"== {m}: {s['cases']} cases" + (f" ({cv}-fold grouped cross-validation)" if cv else ""))
         for k, v in s.items():
             if k != "cases":
                 click.echo(f"   {k:<22} {v}")
-    results, s = report[modes[-1]]
+    results, s = report[last]
     confusion, per_engine = ev.tables(results)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         click.echo("\nper engine:\n" + per_engine.to_string())
@@ -75,14 +90,19 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
     if wrong:
         click.echo("\nstill wrong:")
         for r in wrong:
-            bits = []
-            if not r.cause_ok:
-                bits.append(f"cause {r.cause} (label {r.label_cause})")
-            if not r.phase_ok:
-                bits.append(f"phase {r.phase} (label {r.label_phase})")
-            if r.forbidden:
-                bits.append("forbidden " + ", ".join(r.forbidden))
-            click.echo(f"   {r.id:<40} " + "; ".join(bits))
+            click.echo(f"   {r.id:<40} " + "; ".join(_what_is_wrong(r)))
+
+
+def _what_is_wrong(r) -> list[str]:
+    """What a case got wrong: the cause, the phase (each against its label), forbidden suggestions."""
+    bits = []
+    if not r.cause_ok:
+        bits.append(f"cause {r.cause} (label {r.label_cause})")
+    if not r.phase_ok:
+        bits.append(f"phase {r.phase} (label {r.label_phase})")
+    if r.forbidden:
+        bits.append("forbidden " + ", ".join(r.forbidden))
+    return bits
 
 
 def _calibration(case_dirs, rule_dirs, k: int, fmt: str) -> None:

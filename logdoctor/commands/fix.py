@@ -82,50 +82,71 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path
     units = uf.load_unit(path) if uf.is_unit(path, text) else None
     from logdoctor.cli import _read
 
-    res = _read(None if log == "-" else log, None, None, None, None, (), None) if log != "-" else \
-        _read("-", None, None, None, None, (), None)
+    res = _read(log, None, None, None, None, (), None)   # log is a path or "-" (stdin)
     d, rules = _verdict(res, engine, unit or _log_unit(res) or (units.name if units else None), history_path,
                         no_history)
     if not d.failed:
         click.echo("logdoctor: the log shows no failure: nothing to fix", err=True)
         sys.exit(0)
-    from logdoctor.remedy import refusals, render_fix
+    from logdoctor.remedy import refusals
 
     refused = refusals(d.notes)
     if refused:
         raise InputError(refused[0])
-    try:
-        change = uf.dropin(units, d) if as_dropin and units is not None else uf.fix(text, str(path), d)
-    except InputError as e:   # nothing to edit, but the verdict is known: say what to change by hand
-        by_hand = f"; the change to make by hand: {render_fix(d.fixes[0])}" if d.fixes else ""
-        msg = str(e) if str(e).startswith(str(path)) else f"{unit_file}: {e}"
-        raise type(e)(f"{msg}{by_hand}") from None
+    change = _change(units if as_dropin else None, text, path, unit_file, d)
     if (out or mode == "write") and not bar_check(d, rules):
         click.echo(f"logdoctor: left for a person: {_why_below(d, rules, bar)}; the change would be "
                    f"{change.summary} (see `logdoctor explain`)", err=True)
         sys.exit(3)
     if out:
-        from logdoctor.atomic import seen
-
-        # --out UNIT_FILE edits in place, by request; never over a version changed since it was read
-        expect = seen(path, raw) if out != "-" and _same_file(Path(out), path) else None
-        uf.write_atomic(out, change.text, mode=0o644 if change.kind == "dropin" else _mode(path), expect=expect)
-        if out != "-":
-            click.echo(f"wrote {out}: {change.summary}")
+        _write_out(out, path, raw, change)
     elif mode == "write":
         _write(path, change)
-    elif change.kind == "dropin":
+    else:
+        click.echo(_diff(change, text, path), nl=False)
+    sys.exit(1)
+
+
+def _change(units, text: str, path: Path, unit_file: str, d):
+    """The edit: a drop-in for the loaded unit (units given), else the file's own command edited. When nothing in
+    the file can be edited, the InputError names the file and says what to change by hand."""
+    from logdoctor import unitfile as uf
+    from logdoctor.errors import InputError
+    from logdoctor.remedy import render_fix
+
+    try:
+        return uf.dropin(units, d) if units is not None else uf.fix(text, str(path), d)
+    except InputError as e:   # nothing to edit, but the verdict is known: say what to change by hand
+        by_hand = f"; the change to make by hand: {render_fix(d.fixes[0])}" if d.fixes else ""
+        msg = str(e) if str(e).startswith(str(path)) else f"{unit_file}: {e}"
+        raise type(e)(f"{msg}{by_hand}") from None
+
+
+def _write_out(out: str, path: Path, raw: bytes, change) -> None:
+    """--out: what --write would write, to PATH or stdout ('-'). --out UNIT_FILE edits in place, by request; never
+    over a version changed since it was read."""
+    from logdoctor import unitfile as uf
+    from logdoctor.atomic import seen
+
+    expect = seen(path, raw) if out != "-" and _same_file(Path(out), path) else None
+    uf.write_atomic(out, change.text, mode=0o644 if change.kind == "dropin" else _mode(path), expect=expect)
+    if out != "-":
+        click.echo(f"wrote {out}: {change.summary}")
+
+
+def _diff(change, text: str, path: Path) -> str:
+    """The default output: a unified diff of the drop-in against the one there (or /dev/null), or of the file
+    against its edited copy (named as the renamed unit would be)."""
+    if change.kind == "dropin":
         old = change.old.splitlines(keepends=True)
         diff = difflib.unified_diff(old, change.text.splitlines(keepends=True),
                                     fromfile=f"a/{change.name}" if change.old else "/dev/null",
                                     tofile=f"b/{change.name}")
-        click.echo("".join(diff), nl=False)
-    else:
-        new_name = change.name if change.kind == "unit" or change.name != path.name else path.name
-        diff = difflib.unified_diff(text.splitlines(keepends=True), change.text.splitlines(keepends=True),
-                                    fromfile=f"a/{path.name}", tofile=f"b/{new_name}")
-        click.echo("".join(diff), nl=False)
-    sys.exit(1)
+        return "".join(diff)
+    new_name = change.name if change.kind == "unit" or change.name != path.name else path.name
+    diff = difflib.unified_diff(text.splitlines(keepends=True), change.text.splitlines(keepends=True),
+                                fromfile=f"a/{path.name}", tofile=f"b/{new_name}")
+    return "".join(diff)
 
 
 def _write(path: Path, change) -> None:

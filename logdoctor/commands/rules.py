@@ -126,15 +126,23 @@ def test_cmd(directory, case_dirs, verbose):
 
     Exit codes: 0 every example passed · 1 some failed (listed on stderr, FAIL lines) · 2 usage error or a rule
     that does not load."""
-    from logdoctor.api import diagnose
-    from logdoctor.matching.conditions import Context
-    from logdoctor.matching.rank import candidates
-    from logdoctor.read import read_bytes
-    from logdoctor.timeline import build
     extra = (directory,) if directory else ()
     all_rules = load_rules(extra, strict=True)
     tested = [r for r in all_rules if not directory or Path(r.path).resolve().is_relative_to(Path(directory).resolve())]
     roots = [Path(c) for c in case_dirs] + [r for r in fixture_roots() if r.is_dir()]
+    failures, passed = _example_failures(tested, all_rules, roots, verbose)
+    healthy = _healthy_cases(roots)
+    failures += _healthy_failures(tested, healthy)
+    for f in failures:
+        click.echo(f"FAIL {f}", err=True)
+    click.echo(f"{passed} examples passed, {len(failures)} failed; {len(healthy)} healthy fixtures checked")
+    sys.exit(1 if failures else 0)
+
+
+def _example_failures(tested: list, all_rules: list, roots: list[Path], verbose: bool) -> tuple[list[str], int]:
+    """(failures, examples passed): each tested rule must win on each of its examples, showing the pinned evidence
+    line; a rule without examples fails. Each case is diagnosed once, with every rule loaded."""
+    from logdoctor.api import diagnose
     failures: list[str] = []
     passed = 0
     cache: dict[Path, object] = {}
@@ -151,35 +159,56 @@ def test_cmd(directory, case_dirs, verbose):
             if fx not in cache:
                 cache[fx] = diagnose(fx / "journal.log", loaded_rules=all_rules)
             d = cache[fx]
-            pinned = r.evidence_lines.get(ex)
-            if d.rule != r.id:
-                failures.append(f"{r.id}: on {ex} the winner is {d.rule} ({d.cause})")
-            elif pinned is not None and pinned not in {e.line for e in d.evidence}:
-                failures.append(f"{r.id}: on {ex} the evidence does not show line {pinned} "
-                                f"(it shows {', '.join(str(e.line) for e in d.evidence) or 'nothing'})")
-            else:
-                passed += 1
-                if verbose:
-                    click.echo(f"ok   {r.id} on {ex}: {_margin(d)}")
+            failure = _example_failure(r, ex, d)
+            if failure:
+                failures.append(failure)
+                continue
+            passed += 1
+            if verbose:
+                click.echo(f"ok   {r.id} on {ex}: {_margin(d)}")
+    return failures, passed
+
+
+def _example_failure(r, ex: str, d) -> str | None:
+    """Why rule r did not pass on example ex (another rule won, or the pinned evidence line is missing), else None."""
+    pinned = r.evidence_lines.get(ex)
+    if d.rule != r.id:
+        return f"{r.id}: on {ex} the winner is {d.rule} ({d.cause})"
+    if pinned is not None and pinned not in {e.line for e in d.evidence}:
+        return (f"{r.id}: on {ex} the evidence does not show line {pinned} "
+                f"(it shows {', '.join(str(e.line) for e in d.evidence) or 'nothing'})")
+    return None
+
+
+def _healthy_cases(roots: list[Path]) -> list[Path]:
+    """The case folders under roots whose label says healthy (failed: false, or no cause)."""
     healthy = []
     for root in roots:
         for lab in root.rglob("label.yaml"):
             data = yaml.safe_load(lab.read_text()) or {}
             if data.get("failed") is False or data.get("cause") in (None, "null"):
                 healthy.append(lab.parent)
+    return healthy
+
+
+def _healthy_failures(tested: list, healthy: list[Path]) -> list[str]:
+    """A failure for each tested rule that is a candidate on a healthy attempt of a healthy case (a healthy window
+    may hold earlier failed attempts; only the healthy ones must stay quiet)."""
+    from logdoctor.matching.conditions import Context
+    from logdoctor.matching.rank import candidates
+    from logdoctor.read import read_bytes
+    from logdoctor.timeline import build
+    failures = []
     for h in sorted(healthy):
         res = read_bytes((h / "journal.log").read_bytes(), str(h))
         tl = build(res.records)
         for a in tl.attempts:
             if a.failed:
-                continue  # a healthy window may hold earlier failed attempts; only the healthy ones must stay quiet
+                continue
             for c in candidates(tested, Context.build(tl, a)):
                 failures.append(f"{c.rule.id}: fires on healthy fixture {h.name} (line "
                                 f"{c.hit.evidence[0][0] if c.hit.evidence else '?'})")
-    for f in failures:
-        click.echo(f"FAIL {f}", err=True)
-    click.echo(f"{passed} examples passed, {len(failures)} failed; {len(healthy)} healthy fixtures checked")
-    sys.exit(1 if failures else 0)
+    return failures
 
 
 @rules.command("docs")

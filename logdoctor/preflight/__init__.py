@@ -37,24 +37,14 @@ def run(
 ) -> Report:
     """Check a launch command before starting it; see the module docstring. Raises UsageError / InputError for bad
     input (the CLI turns them into exit 2)."""
-    from logdoctor.preflight import budget as bud
     from logdoctor.preflight import gpus as gp
     from logdoctor.preflight import health, inputs
-    from logdoctor.preflight import model as mdl
     from logdoctor.preflight.verdict import decide
 
     if (unit_file is None) == (not argv):
         raise UsageError("give either UNIT_FILE or a command after `--`, not both")
     launch = inputs.from_unit_file(unit_file, engine) if unit_file else inputs.from_argv(argv or [], engine)
-    # GPUs
-    if gpu_memory or gpus:
-        if not (gpu_memory and gpus):
-            raise UsageError("--gpu-memory and --gpus go together")
-        gset = gp.manual(gpu_memory, gpus)
-    elif nvidia_smi_xml:
-        gset = gp.from_xml(nvidia_smi_xml)
-    else:
-        gset = gp.from_nvml()
+    gset = _gpu_set(gpu_memory, gpus, nvidia_smi_xml)
     raw = launch.raw
     tp = _int(raw.get("tp_size") or raw.get("tensor_parallel_size"))
     pp = _int(raw.get("pp_size") or raw.get("pipeline_parallel_size"))
@@ -62,56 +52,11 @@ def run(
     hist = _open_history(history)
     host = host or socket.gethostname()
     tried = health.tried_values(hist, host, launch.unit)
-    # host health
-    signs = health.counter_signs(used)
     notes: list[str] = []
-    if not no_kernel_log:
-        klines, ksource = health.read_kernel_log(kernel_log)
-        if ksource:
-            signs += health.kernel_signs(klines, used, ksource)
-            if not any(g.pci_bus for g in used):
-                notes.append(
-                    f"the GPUs' PCI addresses are unknown ({gset.source}): Xids of every GPU in {ksource} count"
-                )
-        else:
-            notes.append("no kernel log read (journalctl unavailable): pass --kernel-log FILE to check Xid history")
-    signs += health.history_signs(hist, host)
-    # the model
-    model_dir = model_config or _local(launch.model_path)
-    b = None
-    spec = None
-    if model_dir is None:
-        notes.append(
-            f"the model {launch.model_path or '(none named)'} is not a local directory: pass "
-            "--model-config FILE_OR_DIR for the memory budget"
-        )
-    else:
-        spec, _cfg = mdl.load(model_dir)
-        draft = None
-        draft_dir = draft_config or _local(raw.get("speculative_draft_model_path"))
-        if draft_dir:
-            draft, _ = mdl.load(draft_dir)
-        elif raw.get("speculative_draft_model_path"):
-            notes.append("the draft model is not local: its weights and KV are not counted (--draft-config)")
-        if gset.count < tp * pp:
-            b = bud.Budget(launch.engine, version)
-            b.findings.append(
-                bud.Finding(
-                    "no-go", "config_invalid", "launch", f"{gset.count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}"
-                )
-            )
-        else:
-            smallest = min(used, key=lambda g: g.total_bytes)
-            other = max((g.used_bytes or 0) for g in used) if gset.source == "NVML" else 0
-            b = bud.compute(
-                launch.engine, spec, raw, smallest.total_bytes, version=version, other_used=other, draft=draft
-            )
-        notes.extend(b.notes)
+    signs = _host_signs(used, gset, kernel_log, no_kernel_log, notes) + health.history_signs(hist, host)
+    b, spec = _model_budget(launch, gset, used, (tp, pp), model_config, draft_config, version, notes)
     if gset.count < tp * pp and b is None:
-        b = bud.Budget(launch.engine, version)
-        b.findings.append(
-            bud.Finding("no-go", "config_invalid", "launch", f"{gset.count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}")
-        )
+        b = _too_few_gpus(launch.engine, version, gset.count, tp, pp)
     rep = decide(launch.engine, b, signs, raw, launch.levers, tried, version)
     rep.model = spec.name if spec else launch.model_path
     rep.gpus = [
@@ -130,6 +75,80 @@ def run(
     if hist is not None and history is not None and not hasattr(history, "query"):
         hist.close()
     return rep
+
+
+def _gpu_set(gpu_memory: str | None, gpus: int | None, nvidia_smi_xml: str | None):
+    """The GPUs to budget for: given by hand (--gpu-memory with --gpus), read from nvidia-smi's XML, else live NVML."""
+    from logdoctor.preflight import gpus as gp
+
+    if gpu_memory or gpus:
+        if not (gpu_memory and gpus):
+            raise UsageError("--gpu-memory and --gpus go together")
+        return gp.manual(gpu_memory, gpus)
+    if nvidia_smi_xml:
+        return gp.from_xml(nvidia_smi_xml)
+    return gp.from_nvml()
+
+
+def _host_signs(used, gset, kernel_log: str | None, no_kernel_log: bool, notes: list[str]) -> list:
+    """Host health from the GPUs' counters and the kernel log's Xids; a note (added to notes) says what the kernel
+    log could not tell."""
+    from logdoctor.preflight import health
+
+    signs = health.counter_signs(used)
+    if no_kernel_log:
+        return signs
+    klines, ksource = health.read_kernel_log(kernel_log)
+    if ksource:
+        signs += health.kernel_signs(klines, used, ksource)
+        if not any(g.pci_bus for g in used):
+            notes.append(f"the GPUs' PCI addresses are unknown ({gset.source}): Xids of every GPU in {ksource} count")
+    else:
+        notes.append("no kernel log read (journalctl unavailable): pass --kernel-log FILE to check Xid history")
+    return signs
+
+
+def _model_budget(launch, gset, used, tp_pp: tuple[int, int], model_config, draft_config, version, notes: list[str]):
+    """(the memory budget, the model) when the model's config is at hand, else (None, None) and a note saying how to
+    give it; the budget's notes are added to notes. Too few GPUs for TP x PP is a no-go before any accounting."""
+    from logdoctor.preflight import budget as bud
+    from logdoctor.preflight import model as mdl
+
+    raw = launch.raw
+    model_dir = model_config or _local(launch.model_path)
+    if model_dir is None:
+        notes.append(
+            f"the model {launch.model_path or '(none named)'} is not a local directory: pass "
+            "--model-config FILE_OR_DIR for the memory budget"
+        )
+        return None, None
+    spec, _cfg = mdl.load(model_dir)
+    draft = None
+    draft_dir = draft_config or _local(raw.get("speculative_draft_model_path"))
+    if draft_dir:
+        draft, _ = mdl.load(draft_dir)
+    elif raw.get("speculative_draft_model_path"):
+        notes.append("the draft model is not local: its weights and KV are not counted (--draft-config)")
+    tp, pp = tp_pp
+    if gset.count < tp * pp:
+        b = _too_few_gpus(launch.engine, version, gset.count, tp, pp)
+    else:
+        smallest = min(used, key=lambda g: g.total_bytes)
+        other = max((g.used_bytes or 0) for g in used) if gset.source == "NVML" else 0
+        b = bud.compute(launch.engine, spec, raw, smallest.total_bytes, version=version, other_used=other, draft=draft)
+    notes.extend(b.notes)
+    return b, spec
+
+
+def _too_few_gpus(engine: str, version: str | None, count: int, tp: int, pp: int):
+    """A budget holding only the no-go finding that TP x PP needs more GPUs than there are."""
+    from logdoctor.preflight import budget as bud
+
+    b = bud.Budget(engine, version)
+    b.findings.append(
+        bud.Finding("no-go", "config_invalid", "launch", f"{count} GPU(s) for TP {tp} x PP {pp} = {tp * pp}")
+    )
+    return b
 
 
 def _int(v, default: int = 1) -> int:

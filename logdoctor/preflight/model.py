@@ -123,6 +123,17 @@ def _quant(cfg: dict) -> tuple[str | None, float | None]:
     return method, (float(bits) if bits else None)
 
 
+def _first(c: dict, *keys: str):
+    """The first truthy value among keys (configs name one field several ways), else the last one's value: the
+    `c.get(a) or c.get(b)` chain as one call."""
+    v = None
+    for k in keys:
+        v = c.get(k)
+        if v:
+            return v
+    return v
+
+
 def from_config(cfg: dict, name: str = "") -> ModelSpec:
     """A ModelSpec from a parsed config.json (raises InputError when a field the budget needs is missing)."""
     quant_method, quant_bits = _quant(cfg)
@@ -135,9 +146,10 @@ def from_config(cfg: dict, name: str = "") -> ModelSpec:
         raise InputError(
             f"model config {name or ''}: needs num_hidden_layers, hidden_size and num_attention_heads"
         ) from None
-    kv_heads = int(c.get("num_key_value_heads") or c.get("multi_query_group_num") or heads)
+    kv_heads = int(_first(c, "num_key_value_heads", "multi_query_group_num") or heads)
     head_dim = int(c.get("head_dim") or hidden // heads)
     arch = (c.get("architectures") or cfg.get("architectures") or [c.get("model_type", "unknown")])[0]
+    dtype = _first(c, "torch_dtype", "dtype") or cfg.get("torch_dtype") or "bfloat16"
     spec = ModelSpec(
         name=name or str(c.get("_name_or_path") or arch),
         architecture=str(arch),
@@ -149,17 +161,24 @@ def from_config(cfg: dict, name: str = "") -> ModelSpec:
         v_head_dim=head_dim,
         vocab_size=int(c.get("vocab_size") or 0),
         intermediate_size=int(c.get("intermediate_size") or 4 * hidden),
-        max_position_embeddings=c.get("max_position_embeddings") or c.get("seq_length"),
-        dtype=str(c.get("torch_dtype") or c.get("dtype") or cfg.get("torch_dtype") or "bfloat16").replace("torch.", ""),
+        max_position_embeddings=_first(c, "max_position_embeddings", "seq_length"),
+        dtype=str(dtype).replace("torch.", ""),
         full_attention_layers=layers,
         quant_method=quant_method,
         quant_bits=quant_bits,
-        num_experts=int(c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0),
-        experts_per_token=int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 0),
+        num_experts=int(_first(c, "num_experts", "n_routed_experts", "num_local_experts") or 0),
+        experts_per_token=int(_first(c, "num_experts_per_tok", "experts_per_token") or 0),
         moe_intermediate_size=int(c.get("moe_intermediate_size") or 0),
         tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
-        mtp_layers=int(c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or 0),
+        mtp_layers=int(_first(c, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0),
     )
+    _set_attention_geometry(spec, c, layers)
+    return spec
+
+
+def _set_attention_geometry(spec: ModelSpec, c: dict, layers: int) -> None:
+    """MLA's latent, and for hybrid models how many layers are full, sliding-window and linear attention (with the
+    window and the linear state's geometry): what the KV and state budget is counted from."""
     if c.get("kv_lora_rank"):
         spec.mla = {"kv_lora_rank": int(c["kv_lora_rank"]), "qk_rope_head_dim": int(c.get("qk_rope_head_dim", 64))}
     kinds = _layer_kinds(c, layers)
@@ -171,7 +190,6 @@ def from_config(cfg: dict, name: str = "") -> ModelSpec:
         spec.sliding_window = int(c.get("sliding_window") or 0) or None
     if spec.linear_layers:
         spec.linear = _linear_geometry(c)
-    return spec
 
 
 def _layer_kinds(c: dict, layers: int) -> list[str]:

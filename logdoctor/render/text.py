@@ -72,31 +72,7 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
     w = width_ or width()
     out: list[str] = []
     on, color = color, False
-    if not d.failed:
-        out += wrap(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"), w, "", "        ")
-        out += wrap(_engine(d) +
-                    f" · {d.window.get('lines', 0)} lines" +
-                    ("" if d.window.get("start_seen") else " · log starts after launch"), w, "        ")
-        for n in d.notes:
-            out += wrap(f"note: {n}", w, "        ", "          ")
-    else:
-        where = PHASE_WORDS.get(d.phase, d.phase)
-        head = f"{where}: cause unknown" if d.cause == "unknown" else \
-            f"{where}: {d.cause} (confidence {d.confidence:.2f})"
-        body = wrap(head, w - 8, "")
-        out.append(_c("FAILED", "31;1", color) + "  " + body[0])
-        out += ["        " + b for b in body[1:]]
-        sub = [_engine(d)]
-        if d.rank:
-            sub.append(f"first failing rank {d.rank}")
-        if d.title:
-            sub.append(d.title)
-        if not d.window.get("start_seen", True):
-            sub.append("log starts after launch: flags unknown (capture more: -n 1000)")
-        if len(d.attempts) > 1:
-            n = d.attempt_index + 1 if d.attempt_index is not None else len(d.attempts)
-            sub.append(f"attempt {n} of {len(d.attempts)} in this window")
-        out += wrap(" · ".join(sub), w, "        ")
+    out += _failed_head(d, w, color) if d.failed else _ok_head(d, w, color)
     if d.evidence:
         out.append("")
         out.append(_c("evidence", "1", color))
@@ -107,39 +83,84 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         out.append(_c("why", "1", color))
         out += wrap(d.explanation, w, "   ")
     if d.failed:
-        out.append("")
-        out.append(_c("next", "1", color))
-        if d.no_flag_change:
-            out += wrap("do not change flags: the config is not what fails here", w, "   ")
-        for f in d.fixes:
-            out += _fix_lines(render_fix(f), f.why, w)
-        for a in d.actions:
-            out += wrap(a, w, "   ", "     ")
-        for n in d.notes:
-            out += wrap(f"note: {n}", w, "   ", "         ")
-        if len(d.attempts) > 1:
-            out.append("")
-            out.append(_c("attempts", "1", color))
-            for i, a in enumerate(d.attempts, 1):
-                what = a["cause"] or {"ready": "came up", "in_progress": "still starting", "stopped": "stopped by the operator"
-                                      }.get(a.get("outcome"), "came up")
-                out.append(f"   {i}. line {a['started_line']:>5}  {a['phase']:<14} {what}")
+        out += _next_section(d, w, color)
     if verbose:
-        if d.alternatives:
-            out.append("")
-            out += wrap("alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives),
-                        w, "", "  ")
-        if d.candidates:
-            out.append("candidates:")
-            for c in d.candidates:
-                out.append(f"   {c['score']:>6.1f}  {c['rule']}  ({c['cause']})")
-        if d.config:
-            out += wrap("config: " + ", ".join(f"{k}={v}" for k, v in d.config.items()), w, "", "  ")
-        if timeline_text:
-            out.append("")
-            out.append(timeline_text)
+        out += _verbose_section(d, w, timeline_text)
     text = visible("\n".join(out) + "\n")
     return _colour(text) if on else text
+
+
+def _ok_head(d: Diagnosis, w: int, color: bool) -> list[str]:
+    """A healthy log's head: OK and the explanation, the engine and window size, then the notes."""
+    out = wrap(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"), w, "", "        ")
+    out += wrap(_engine(d) +
+                f" · {d.window.get('lines', 0)} lines" +
+                ("" if d.window.get("start_seen") else " · log starts after launch"), w, "        ")
+    for n in d.notes:
+        out += wrap(f"note: {n}", w, "        ", "          ")
+    return out
+
+
+def _failed_head(d: Diagnosis, w: int, color: bool) -> list[str]:
+    """A failure's head: FAILED, where and what (with confidence), then one line of engine, rank, title, a missing
+    launch and which attempt this is."""
+    where = PHASE_WORDS.get(d.phase, d.phase)
+    head = f"{where}: cause unknown" if d.cause == "unknown" else \
+        f"{where}: {d.cause} (confidence {d.confidence:.2f})"
+    body = wrap(head, w - 8, "")
+    out = [_c("FAILED", "31;1", color) + "  " + body[0]]
+    out += ["        " + b for b in body[1:]]
+    sub = [_engine(d)]
+    if d.rank:
+        sub.append(f"first failing rank {d.rank}")
+    if d.title:
+        sub.append(d.title)
+    if not d.window.get("start_seen", True):
+        sub.append("log starts after launch: flags unknown (capture more: -n 1000)")
+    if len(d.attempts) > 1:
+        n = d.attempt_index + 1 if d.attempt_index is not None else len(d.attempts)
+        sub.append(f"attempt {n} of {len(d.attempts)} in this window")
+    return out + wrap(" · ".join(sub), w, "        ")
+
+
+def _next_section(d: Diagnosis, w: int, color: bool) -> list[str]:
+    """The "next" section (every fix, action and note the JSON carries), then the attempts when there are several."""
+    out = ["", _c("next", "1", color)]
+    if d.no_flag_change:
+        out += wrap("do not change flags: the config is not what fails here", w, "   ")
+    for f in d.fixes:
+        out += _fix_lines(render_fix(f), f.why, w)
+    for a in d.actions:
+        out += wrap(a, w, "   ", "     ")
+    for n in d.notes:
+        out += wrap(f"note: {n}", w, "   ", "         ")
+    if len(d.attempts) > 1:
+        out.append("")
+        out.append(_c("attempts", "1", color))
+        for i, a in enumerate(d.attempts, 1):
+            what = a["cause"] or {"ready": "came up", "in_progress": "still starting", "stopped": "stopped by the operator"
+                                  }.get(a.get("outcome"), "came up")
+            out.append(f"   {i}. line {a['started_line']:>5}  {a['phase']:<14} {what}")
+    return out
+
+
+def _verbose_section(d: Diagnosis, w: int, timeline_text: str) -> list[str]:
+    """-v: the other causes, the candidate rules with scores, the config read, and the timeline."""
+    out: list[str] = []
+    if d.alternatives:
+        out.append("")
+        out += wrap("alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives),
+                    w, "", "  ")
+    if d.candidates:
+        out.append("candidates:")
+        for c in d.candidates:
+            out.append(f"   {c['score']:>6.1f}  {c['rule']}  ({c['cause']})")
+    if d.config:
+        out += wrap("config: " + ", ".join(f"{k}={v}" for k, v in d.config.items()), w, "", "  ")
+    if timeline_text:
+        out.append("")
+        out.append(timeline_text)
+    return out
 
 
 def _colour(text: str) -> str:

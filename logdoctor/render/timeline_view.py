@@ -77,54 +77,82 @@ def phase_times(phases: list[PhaseSpan]) -> list[str]:
 
 def render_text(tl: Timeline, width: int | None = None) -> str:
     from logdoctor.render.text import width as term_width
-    from logdoctor.render.text import wrap
     w = width or term_width()
     version, hint = version_fields(tl.engine_version)
     lines = [f"{tl.engine}" + (f" {version}" if version else f" ({hint})" if hint else "") +
              ("" if tl.start_seen else "  (window starts after launch)")]
     for a in tl.attempts:
-        status = "FAILED in " + a.phase if a.failed else ("came up" if a.ready else "no failure seen (" + a.phase + ")")
         lines.append("")
-        ts = [p.start_ts for r in a.ranks.values() for p in r.phases if p.start_ts] + \
-             [p.end_ts for r in a.ranks.values() for p in r.phases if p.end_ts]
-        t0, t1 = (min(ts), max(ts)) if ts else (None, None)
-        when = f" · {t0:%Y-%m-%d %H:%M:%S}, {_secs((t1 - t0).total_seconds())} logged" if t0 and t1 else ""
-        lines += wrap(f"attempt {a.index + 1}: lines {a.start_line}-{a.end_line} · {status}"
-                      + (f" · first failing rank {a.first_failing_rank}" if a.first_failing_rank else "") + when,
-                      w, "", "  ")
-        if a.config.known:
-            shown = {k: v for k, v in a.config.levers.items() if v not in (None, False)}
-            lines += wrap("flags: " + ", ".join(f"{k}={v}" for k, v in shown.items()) +
-                          ("  (truncated dump)" if a.config.truncated else ""), w, "  ", "    ")
-        else:
-            lines.append("  flags: unknown (no server_args / non-default args / command line in this attempt)")
-        span = (t1 - t0).total_seconds() if t0 and t1 else 0
-        lines += wrap(" ".join(f"{_SHORT[p]}={p}" for p in PHASES), w, "  ")
-        for r in sorted(a.ranks.values(), key=lambda r: r.rank):
-            if not r.phases and not r.died:
-                continue
-            bar = [" "] * WIDTH
-            for p in r.phases:
-                if span and p.start_ts and p.end_ts:
-                    s = int((p.start_ts - t0).total_seconds() / span * (WIDTH - 1))
-                    e = max(s, int((p.end_ts - t0).total_seconds() / span * (WIDTH - 1)))
-                else:
-                    s = e = min(WIDTH - 1, PHASES.index(p.phase) * 6)
-                for i in range(s, e + 1):
-                    bar[i] = _SHORT[p.phase]
-            end = "✗ " + r.error if r.died else ("→ " + (r.phase or "?"))
-            row = f"  {r.rank:<14}|{''.join(bar)}| "
-            lines.append(row + cut(end, max(12, w - len(row))))
-        timed = [r for r in sorted(a.ranks.values(), key=lambda r: r.rank) if any(p.start_ts for p in r.phases)]
-        if timed:
-            lines.append("  phase start and duration per rank:")
-            for r in timed:
-                lines += wrap(" · ".join(phase_times(r.phases)), w, f"    {r.rank:<10} ", " " * 15)
-        mem = {k: v for k, v in a.readings.items() if any(t in k for t in ("mem", "gb", "gib", "tokens", "size"))}
-        if mem:
-            lines += wrap("memory: " + ", ".join(f"{k}={_num(v)}" for k, v in mem.items()), w, "  ", "    ")
-        for e in a.kernel:
-            lines.append(cut(f"  kernel line {e.line}: {e.text}", w))
-        if a.systemd:
-            lines += wrap("systemd: " + ", ".join(f"{k}={v}" for k, v in a.systemd.items()), w, "  ", "    ")
+        lines += _attempt_text(a, w)
     return visible("\n".join(lines) + "\n")   # log text made visible (formats/visible.py)
+
+
+def _attempt_text(a, w: int) -> list[str]:
+    """One attempt's block: its head, flags, phase bars per rank, phase times, memory, kernel and systemd lines."""
+    from logdoctor.render.text import wrap
+    ts = [p.start_ts for r in a.ranks.values() for p in r.phases if p.start_ts] + \
+         [p.end_ts for r in a.ranks.values() for p in r.phases if p.end_ts]
+    t0, t1 = (min(ts), max(ts)) if ts else (None, None)
+    lines = _attempt_head(a, w, t0, t1) + _flags_text(a, w)
+    span = (t1 - t0).total_seconds() if t0 and t1 else 0
+    lines += wrap(" ".join(f"{_SHORT[p]}={p}" for p in PHASES), w, "  ")
+    for r in sorted(a.ranks.values(), key=lambda r: r.rank):
+        if not r.phases and not r.died:
+            continue
+        end = "✗ " + r.error if r.died else ("→ " + (r.phase or "?"))
+        row = f"  {r.rank:<14}|{_bar(r.phases, t0, span)}| "
+        lines.append(row + cut(end, max(12, w - len(row))))
+    timed = [r for r in sorted(a.ranks.values(), key=lambda r: r.rank) if any(p.start_ts for p in r.phases)]
+    if timed:
+        lines.append("  phase start and duration per rank:")
+        for r in timed:
+            lines += wrap(" · ".join(phase_times(r.phases)), w, f"    {r.rank:<10} ", " " * 15)
+    return lines + _readings_text(a, w)
+
+
+def _attempt_head(a, w: int, t0, t1) -> list[str]:
+    """The attempt's first line: its log lines, how it ended, the first failing rank and when it ran."""
+    from logdoctor.render.text import wrap
+    status = "FAILED in " + a.phase if a.failed else ("came up" if a.ready else "no failure seen (" + a.phase + ")")
+    when = f" · {t0:%Y-%m-%d %H:%M:%S}, {_secs((t1 - t0).total_seconds())} logged" if t0 and t1 else ""
+    return wrap(f"attempt {a.index + 1}: lines {a.start_line}-{a.end_line} · {status}"
+                + (f" · first failing rank {a.first_failing_rank}" if a.first_failing_rank else "") + when,
+                w, "", "  ")
+
+
+def _flags_text(a, w: int) -> list[str]:
+    """The flags in force (those set), or a line saying why they are unknown."""
+    from logdoctor.render.text import wrap
+    if not a.config.known:
+        return ["  flags: unknown (no server_args / non-default args / command line in this attempt)"]
+    shown = {k: v for k, v in a.config.levers.items() if v not in (None, False)}
+    return wrap("flags: " + ", ".join(f"{k}={v}" for k, v in shown.items()) +
+                ("  (truncated dump)" if a.config.truncated else ""), w, "  ", "    ")
+
+
+def _bar(phases: list[PhaseSpan], t0, span: float) -> str:
+    """A rank's phases as letters on the attempt's shared time axis; untimed phases sit at fixed slots by order."""
+    bar = [" "] * WIDTH
+    for p in phases:
+        if span and p.start_ts and p.end_ts:
+            s = int((p.start_ts - t0).total_seconds() / span * (WIDTH - 1))
+            e = max(s, int((p.end_ts - t0).total_seconds() / span * (WIDTH - 1)))
+        else:
+            s = e = min(WIDTH - 1, PHASES.index(p.phase) * 6)
+        for i in range(s, e + 1):
+            bar[i] = _SHORT[p.phase]
+    return "".join(bar)
+
+
+def _readings_text(a, w: int) -> list[str]:
+    """The attempt's memory readings, kernel events and systemd facts."""
+    from logdoctor.render.text import wrap
+    lines: list[str] = []
+    mem = {k: v for k, v in a.readings.items() if any(t in k for t in ("mem", "gb", "gib", "tokens", "size"))}
+    if mem:
+        lines += wrap("memory: " + ", ".join(f"{k}={_num(v)}" for k, v in mem.items()), w, "  ", "    ")
+    for e in a.kernel:
+        lines.append(cut(f"  kernel line {e.line}: {e.text}", w))
+    if a.systemd:
+        lines += wrap("systemd: " + ", ".join(f"{k}={v}" for k, v in a.systemd.items()), w, "  ", "    ")
+    return lines

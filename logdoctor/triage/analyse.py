@@ -131,60 +131,87 @@ def _fix_years(records: list[Record], meta: dict) -> None:
 def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     # (a dmesg paste read as monotonic short output has "NVRM:" where the host would be)
     host = Counter(r.host for r in a.records if r.host and not r.host.endswith(":")).most_common(1)
-    unit = unit or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None) or \
-        next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
     ts = next((r.ts for r in a.records if r.ts is not None), None)
     yearless = any(r.fmt in _YEARLESS for r in a.records[:50])
     outcome = attempt_outcome(a)  # the one explain's attempts[].outcome uses: a ready service then stopped is stopped
-    template, frames = "", []
-    if a.failed:
-        fatal = sorted((b for b in a.blocks if _fatal(b)), key=lambda b: b.first_line)
-        blk = fatal[0] if fatal else None
-        inner = ""
-        if blk is not None and blk.root is not None:
-            s = blk.root
-            inner = (f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg).split("\n")[0]
-        if not inner and d.evidence:
-            inner = d.evidence[0].text
-        if not inner:
-            death = next((e for e in a.events if e.kind == "death"), None)
-            inner = death.text if death else ""
-        template, frames = mask(inner), engine_frames(blk)
-    fix = ""
-    if d.fixes:
-        f = d.fixes[0]
-        fix = f.text or (f"{f.flag} {f.to}" if f.to not in (True, None) else f.flag)
-    elif d.actions:
-        fix = d.actions[0]
+    template, frames = _error_template(d, a) if a.failed else ("", [])
     ev = d.evidence[0] if d.evidence else None
-    # hardware evidence: the kernel's own lines only (records.kernel_sourced, as explain reads them), and never an
-    # application-class Xid (13, 31, 43, 45, ...: NVIDIA's catalogue calls them the program's fault, and explain
-    # says illegal_memory_access for them), whose line is left out even when it came from the kernel
-    app_xid = {e.line for e in a.kernel if e.name == "xid" and e.values.get("xid") in XID_APP}
-    hw = [r.msg.strip()[:200] for r in a.records
-          if kernel_sourced(r) and r.line not in app_xid and _HW.search(r.msg) and not _app_xid(r.msg)] + \
-        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text and e.line not in app_xid]
-    cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
-    model = a.config.raw.get("model_path") or a.config.raw.get("model")
-    config_id = None
-    if a.config.known:
-        key = json.dumps([d.engine, str(model), cfg], sort_keys=True, default=str)
-        config_id = "cfg-" + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:8]
+    hw = _hardware_evidence(a)
     return {
         "source": meta["source"], "member": meta.get("member"), "host": host[0][0] if host else meta.get("host"),
-        "unit": unit, "engine": d.engine, "engine_version": d.engine_version, "attempt": index + 1,
-        "start_time": ts.replace(tzinfo=None) if ts is not None and ts.tzinfo is None else
-        (ts.astimezone().replace(tzinfo=None) if ts is not None else None),
+        "unit": _row_unit(a, unit), "engine": d.engine, "engine_version": d.engine_version, "attempt": index + 1,
+        "start_time": _naive_local(ts),
         "year_source": (meta.get("year_source") if yearless else "log") if ts is not None else None,
         "phase": d.phase, "outcome": outcome, "status": "diagnosed" if a.failed else "healthy",
         "cause": d.cause if a.failed else None, "confidence": round(float(d.confidence), 3),
-        "rule": d.rule, "rank": d.rank, "first_fix": fix,
+        "rule": d.rule, "rank": d.rank, "first_fix": _first_fix(d),
         "signature": signature(d.cause, d.rule, template, frames) if a.failed else None,
         "error_template": template or None, "frames": " > ".join(frames) or None,
         "evidence_line": ev.line if ev else None, "evidence": ev.text if ev else None,
-        "config_id": config_id, "hardware_evidence": "\n".join(dict.fromkeys(hw))[:1000] or None,
+        "config_id": _config_id(d, a), "hardware_evidence": "\n".join(dict.fromkeys(hw))[:1000] or None,
         "lines": a.end_line - a.start_line + 1 if a.records else 0, "reason": None, "_start": a.start_line,
     }
+
+
+def _row_unit(a, unit: str | None) -> str | None:
+    """The unit a row names: the one the journal was split by, else the attempt's own service unit or, lacking
+    one, its service identifier (a plain file carries no unit field)."""
+    return unit or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None) or \
+        next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
+
+
+def _naive_local(ts: datetime | None) -> datetime | None:
+    """A start time as naive local time: table, CSV and parquet columns cannot mix aware and naive values."""
+    if ts is None:
+        return None
+    return ts.replace(tzinfo=None) if ts.tzinfo is None else ts.astimezone().replace(tzinfo=None)
+
+
+def _error_template(d, a) -> tuple[str, list]:
+    """The masked error line and engine frames a failure's signature is built from, so that the same fault on
+    other hosts clusters: the first fatal block's root exception, else the first evidence line, else the death."""
+    fatal = sorted((b for b in a.blocks if _fatal(b)), key=lambda b: b.first_line)
+    blk = fatal[0] if fatal else None
+    inner = ""
+    if blk is not None and blk.root is not None:
+        s = blk.root
+        inner = (f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg).split("\n")[0]
+    if not inner and d.evidence:
+        inner = d.evidence[0].text
+    if not inner:
+        death = next((e for e in a.events if e.kind == "death"), None)
+        inner = death.text if death else ""
+    return mask(inner), engine_frames(blk)
+
+
+def _first_fix(d) -> str:
+    """The first fix in one cell: its own text, else `flag value` (a bare switch shows only its flag), else the
+    first action when the diagnosis has no flag to turn."""
+    if d.fixes:
+        f = d.fixes[0]
+        return f.text or (f"{f.flag} {f.to}" if f.to not in (True, None) else f.flag)
+    return d.actions[0] if d.actions else ""
+
+
+def _hardware_evidence(a) -> list[str]:
+    """Hardware evidence: the kernel's own lines only (records.kernel_sourced, as explain reads them), and never an
+    application-class Xid (13, 31, 43, 45, ...: NVIDIA's catalogue calls them the program's fault, and explain
+    says illegal_memory_access for them), whose line is left out even when it came from the kernel."""
+    app_xid = {e.line for e in a.kernel if e.name == "xid" and e.values.get("xid") in XID_APP}
+    return [r.msg.strip()[:200] for r in a.records
+            if kernel_sourced(r) and r.line not in app_xid and _HW.search(r.msg) and not _app_xid(r.msg)] + \
+        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text and e.line not in app_xid]
+
+
+def _config_id(d, a) -> str | None:
+    """A short stable id of the engine, model and set options, so a fleet's rows group by configuration; None
+    when the command line was not seen."""
+    if not a.config.known:
+        return None
+    cfg = {k: v for k, v in sorted(d.config.items()) if v is not None}
+    model = a.config.raw.get("model_path") or a.config.raw.get("model")
+    key = json.dumps([d.engine, str(model), cfg], sort_keys=True, default=str)
+    return "cfg-" + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:8]
 
 
 def _fatal(b) -> bool:

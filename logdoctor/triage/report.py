@@ -264,14 +264,6 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
     sig = views.signature_table(df)
     marks = views.compare(sig, base)
     sus = views.host_suspects(df)
-    hw_hosts = [s.host for s in sus if any("hardware" in r for r in s.reasons)]
-    with_fix = sig[sig["cause"] != "hardware_fault"] if len(sig) else sig
-    headline = [f"{len(sig)} failure signatures"]
-    if base is not None:
-        headline.append(f"{marks.count('new')} new, {marks.count('regressed')} regressed since {e(base.path)}")
-    headline.append(f"{len(sus)} suspect hosts" + (f" ({len(hw_hosts)} to check for hardware)" if hw_hosts else ""))
-    headline.append(f"{int(with_fix['count'].sum()) if len(with_fix) else 0} failed attempts with a config or "
-                    "environment change to make")
     dup = df.attrs.get("duplicates") or 0
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -279,15 +271,46 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
         f"style-src 'unsafe-inline'; script-src 'nonce-{nonce}'; base-uri 'none'; form-action 'none'\">",
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(title)}</h1>",
-        f"<p id=\"summary\"><b>{'; '.join(headline)}.</b> {len(inputs)} logs read, {len(a)} attempts, {len(f)} failed, "
+        f"<p id=\"summary\"><b>{'; '.join(_headline(sig, marks, sus, base))}.</b> {len(inputs)} logs read, "
+        f"{len(a)} attempts, {len(f)} failed, "
         f"{views.with_hosts(a)['host'].nunique()} hosts"
         + (f"; {dup} attempts found in two inputs (the same log twice) counted once" if dup else "")
         + f"; generated {datetime.now().strftime('%Y-%m-%d %H:%M')}.</p>",
     ]
-    parts.append("<h2>Signatures</h2><div class=\"scroll\"><table class=\"sortable\" id=\"signatures\"><thead><tr>"
-                 "<th>count</th><th>signature</th>" + ("<th>status</th>" if base is not None else "")
-                 + "<th>cause</th><th>hosts</th><th>first seen</th>"
-                 "<th>last seen</th><th>first fix or action</th><th>error</th></tr></thead><tbody>")
+    parts += _signatures_html(sig, marks, base)
+    parts += _suspects_html(sus)
+    parts += _details_html(views.with_hosts(f), sig, marks)
+    parts.append("<h2>Plots</h2><div class=\"plots\">")
+    for pid, caption, svg in _plots(df):
+        parts.append(f"<figure class=\"plot\" id=\"{pid}\">{svg}<figcaption>{e(caption)}</figcaption></figure>")
+    parts.append("</div>")
+    parts += _inputs_html(inputs, max_rows)
+    parts += _attempts_html(a, max_rows)
+    parts.append(f"<script nonce=\"{nonce}\">{_SORTER}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _headline(sig, marks: list[str], sus: list, base) -> list[str]:
+    """The first line's counts: signatures, new and regressed against the baseline, suspect hosts (those to check
+    for hardware) and the failed attempts a config or environment change can fix (all but hardware faults)."""
+    hw_hosts = [s.host for s in sus if any("hardware" in r for r in s.reasons)]
+    with_fix = sig[sig["cause"] != "hardware_fault"] if len(sig) else sig
+    headline = [f"{len(sig)} failure signatures"]
+    if base is not None:
+        headline.append(f"{marks.count('new')} new, {marks.count('regressed')} regressed since {html.escape(base.path)}")
+    headline.append(f"{len(sus)} suspect hosts" + (f" ({len(hw_hosts)} to check for hardware)" if hw_hosts else ""))
+    headline.append(f"{int(with_fix['count'].sum()) if len(with_fix) else 0} failed attempts with a config or "
+                    "environment change to make")
+    return headline
+
+
+def _signatures_html(sig, marks: list[str], base) -> list[str]:
+    """The signature table (a status column only against a baseline), then the signatures that went away."""
+    e = html.escape
+    parts = ["<h2>Signatures</h2><div class=\"scroll\"><table class=\"sortable\" id=\"signatures\"><thead><tr>"
+             "<th>count</th><th>signature</th>" + ("<th>status</th>" if base is not None else "")
+             + "<th>cause</th><th>hosts</th><th>first seen</th>"
+             "<th>last seen</th><th>first fix or action</th><th>error</th></tr></thead><tbody>"]
     for (_, s), mark in zip(sig.iterrows(), marks):
         tag = f"<span class=\"tag {mark}\">{mark}</span>" if mark else ""
         parts.append(
@@ -303,20 +326,31 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
     if gone:
         parts.append("<p id=\"gone\">In the baseline but not in this run: "
                      + ", ".join(f"<code>{e(g)}</code>" for g in gone) + "</p>")
-    parts.append("<h2>Suspect hosts</h2>")
-    if sus:
-        parts.append("<div class=\"scroll\"><table class=\"sortable\" id=\"suspects\"><thead><tr><th>host</th>"
-                     "<th>failed</th><th>attempts</th><th>why</th><th>evidence</th></tr></thead><tbody>")
-        for s in sus:
-            ev = "<br>".join(f"<code>{e(x)}</code>" for x in s.evidence)
-            parts.append(f"<tr class=\"sus\"><td>{e(s.host)}</td><td class=\"num\">{s.failed}</td>"
-                         f"<td class=\"num\">{s.attempts}</td><td>{e('; '.join(s.reasons))}</td>"
-                         f"<td class=\"ev\">{ev}</td></tr>")
-        parts.append("</tbody></table></div>")
-    else:
-        parts.append("<p>No host stands out.</p>")
-    parts.append("<h2>Signatures in detail</h2><div id=\"details\">")
-    fh = views.with_hosts(f)
+    return parts
+
+
+def _suspects_html(sus: list) -> list[str]:
+    """The suspect hosts table, or a line saying none stands out."""
+    e = html.escape
+    parts = ["<h2>Suspect hosts</h2>"]
+    if not sus:
+        return parts + ["<p>No host stands out.</p>"]
+    parts.append("<div class=\"scroll\"><table class=\"sortable\" id=\"suspects\"><thead><tr><th>host</th>"
+                 "<th>failed</th><th>attempts</th><th>why</th><th>evidence</th></tr></thead><tbody>")
+    for s in sus:
+        ev = "<br>".join(f"<code>{e(x)}</code>" for x in s.evidence)
+        parts.append(f"<tr class=\"sus\"><td>{e(s.host)}</td><td class=\"num\">{s.failed}</td>"
+                     f"<td class=\"num\">{s.attempts}</td><td>{e('; '.join(s.reasons))}</td>"
+                     f"<td class=\"ev\">{ev}</td></tr>")
+    parts.append("</tbody></table></div>")
+    return parts
+
+
+def _details_html(fh, sig, marks: list[str]) -> list[str]:
+    """One folded section per signature (the table links to it): its error and frames, and its first 50 attempts
+    with their evidence and the command that reproduces each verdict."""
+    e = html.escape
+    parts = ["<h2>Signatures in detail</h2><div id=\"details\">"]
     for (_, s), mark in zip(sig.iterrows(), marks):
         g = fh[fh["signature"] == s["signature"]].sort_values("start_time", na_position="last")
         parts.append(f"<details id=\"{_slug(s['signature'])}\"><summary><code>{e(str(s['signature']))}</code> — "
@@ -334,47 +368,55 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
         parts.append("</tbody></table>" + (f"<p>{len(g) - 50} more in the attempts table.</p>" if len(g) > 50 else "")
                      + "</details>")
     parts.append("</div>")
-    parts.append("<h2>Plots</h2><div class=\"plots\">")
-    for pid, caption, svg in _plots(df):
-        parts.append(f"<figure class=\"plot\" id=\"{pid}\">{svg}<figcaption>{e(caption)}</figcaption></figure>")
-    parts.append("</div>")
+    return parts
+
+
+def _inputs_html(inputs: list[dict], max_rows: int) -> list[str]:
+    """The inputs that gave no attempt (unreadable or empty), at most max_rows of them."""
+    e = html.escape
     bad = [i for i in inputs if i["status"] in ("unreadable", "empty")]
-    parts.append("<h2>Inputs not diagnosed</h2>")
-    if bad:
-        parts.append("<div class=\"scroll\"><table class=\"sortable\" id=\"inputs\"><thead><tr><th>status</th>"
-                     "<th>input</th><th>reason</th></tr></thead><tbody>")
-        for i in bad[:max_rows]:
-            parts.append(f"<tr><td class=\"{'bad' if i['status'] == 'unreadable' else ''}\">{e(i['status'])}</td>"
-                         f"<td>{e(_where(i['source'], i['member']))}</td><td>{e(str(i['reason']))}</td></tr>")
-        parts.append("</tbody></table></div>")
-        if len(bad) > max_rows:
-            parts.append(f"<p>{len(bad) - max_rows} more inputs not shown: use --format json for all of them.</p>")
-    else:
-        parts.append("<p>Every input was read.</p>")
-    cols = ["start_time", "host", "unit", "engine", "engine_version", "attempt", "phase", "outcome", "cause",
-            "confidence", "rule", "first_fix", "signature", "source", "member", "evidence_line", "evidence"]
-    parts.append("<h2>Attempts</h2><div class=\"scroll\"><table class=\"sortable\" id=\"attempts\"><thead><tr>"
-                 + "".join(f"<th>{c}</th>" for c in cols) + "</tr></thead><tbody>")
+    parts = ["<h2>Inputs not diagnosed</h2>"]
+    if not bad:
+        return parts + ["<p>Every input was read.</p>"]
+    parts.append("<div class=\"scroll\"><table class=\"sortable\" id=\"inputs\"><thead><tr><th>status</th>"
+                 "<th>input</th><th>reason</th></tr></thead><tbody>")
+    for i in bad[:max_rows]:
+        parts.append(f"<tr><td class=\"{'bad' if i['status'] == 'unreadable' else ''}\">{e(i['status'])}</td>"
+                     f"<td>{e(_where(i['source'], i['member']))}</td><td>{e(str(i['reason']))}</td></tr>")
+    parts.append("</tbody></table></div>")
+    if len(bad) > max_rows:
+        parts.append(f"<p>{len(bad) - max_rows} more inputs not shown: use --format json for all of them.</p>")
+    return parts
+
+
+_ATTEMPT_COLUMNS = ["start_time", "host", "unit", "engine", "engine_version", "attempt", "phase", "outcome", "cause",
+                    "confidence", "rule", "first_fix", "signature", "source", "member", "evidence_line", "evidence"]
+
+
+def _attempts_html(a, max_rows: int) -> list[str]:
+    """The attempts table, first max_rows attempts by start time."""
+    parts = ["<h2>Attempts</h2><div class=\"scroll\"><table class=\"sortable\" id=\"attempts\"><thead><tr>"
+             + "".join(f"<th>{c}</th>" for c in _ATTEMPT_COLUMNS) + "</tr></thead><tbody>"]
     shown = views.with_hosts(a).sort_values("start_time", na_position="last").head(max_rows)
     for _, r in shown.iterrows():
-        cells = []
-        for c in cols:
-            v = r[c]
-            if c == "evidence_line":
-                v = _line(v)
-            v = "" if _na(v) else (_ts(v) if c == "start_time" else v)
-            if c == "evidence":
-                cells.append(f"<td class=\"ev\"><code>{e(_cut(str(v), 300))}</code></td>")
-            elif c == "signature" and v:
-                cells.append(f"<td class=\"sig\"><a href=\"#{_slug(v)}\">{e(str(v))}</a></td>")
-            else:
-                cells.append(f"<td>{e(str(v))}</td>")
-        parts.append("<tr>" + "".join(cells) + "</tr>")
+        parts.append("<tr>" + "".join(_attempt_cell(c, r[c]) for c in _ATTEMPT_COLUMNS) + "</tr>")
     parts.append("</tbody></table></div>")
     if len(a) > max_rows:
         parts.append(f"<p>{len(a) - max_rows} more attempts not shown: use --format csv for all of them.</p>")
-    parts.append(f"<script nonce=\"{nonce}\">{_SORTER}</script></body></html>")
-    return "\n".join(parts)
+    return parts
+
+
+def _attempt_cell(c: str, v) -> str:
+    """One cell of the attempts table: evidence cut to 300 characters, a signature linked to its section."""
+    e = html.escape
+    if c == "evidence_line":
+        v = _line(v)
+    v = "" if _na(v) else (_ts(v) if c == "start_time" else v)
+    if c == "evidence":
+        return f"<td class=\"ev\"><code>{e(_cut(str(v), 300))}</code></td>"
+    if c == "signature" and v:
+        return f"<td class=\"sig\"><a href=\"#{_slug(v)}\">{e(str(v))}</a></td>"
+    return f"<td>{e(str(v))}</td>"
 
 
 # one colour per cause, the same in every plot and every report (vocab order); 13 causes + unknown + other
