@@ -17,19 +17,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 with atheris.instrument_imports(include=["logdoctor"]):
     # every module a target reaches, imported here so that it is instrumented for coverage feedback
-    import logdoctor.api  # noqa: F401
     import logdoctor.classify.runtime  # noqa: F401
     import logdoctor.engines.config_dump  # noqa: F401
     import logdoctor.engines.detect  # noqa: F401
     import logdoctor.engines.prefixes  # noqa: F401
-    import logdoctor.formats.journal_export  # noqa: F401
+    import logdoctor.input.formats.journal_export  # noqa: F401
+    import logdoctor.input.read  # noqa: F401
+    import logdoctor.input.sources.archive  # noqa: F401
+    import logdoctor.input.sources.files  # noqa: F401
+    import logdoctor.input.sources.tarstream  # noqa: F401
     import logdoctor.matching.conditions  # noqa: F401
     import logdoctor.matching.rank  # noqa: F401
-    import logdoctor.read  # noqa: F401
-    import logdoctor.sources.archive  # noqa: F401
-    import logdoctor.sources.files  # noqa: F401
-    import logdoctor.sources.tarstream  # noqa: F401
-    import logdoctor.timeline  # noqa: F401
+    import logdoctor.timeline.build  # noqa: F401
+    import logdoctor.verdict.api  # noqa: F401
 from fuzz.targets import TARGETS, seeds  # noqa: E402
 
 

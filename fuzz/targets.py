@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from logdoctor.errors import InputError
+from logdoctor.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,8 +30,8 @@ def _check_stats(res) -> None:
 
 def target_read(data: bytes) -> None:
     """bytes → (compression sniffing, refusal gate, repair) → records."""
-    from logdoctor.read import check_bytes, read_bytes
-    from logdoctor.sources.files import from_bytes
+    from logdoctor.input.read import check_bytes, read_bytes
+    from logdoctor.input.sources.files import from_bytes
     try:
         raw = from_bytes(data, "<fuzz>")
         check_bytes(bytes(raw.data), raw.origin)
@@ -45,8 +45,8 @@ def target_read(data: bytes) -> None:
 def target_formats(data: bytes) -> None:
     """Text lines → outer-format recognition (journal short/iso/json/export, docker, compose, raw) + engine detection."""
     from logdoctor.engines.detect import detect
-    from logdoctor.formats import journal_export
-    from logdoctor.read import read_lines
+    from logdoctor.input.formats import journal_export
+    from logdoctor.input.read import read_lines
     lines = _text(data).split("\n")
     res = read_lines(lines, "<fuzz>")
     assert res.stats.read == len(lines)
@@ -115,10 +115,10 @@ def _spliced(data: bytes) -> bytes:
 
 def target_rules(data: bytes) -> None:
     """Timeline + every bundled rule evaluated over each failed attempt."""
+    from logdoctor.input.read import read_bytes
     from logdoctor.matching.conditions import Context
     from logdoctor.matching.rank import candidates
-    from logdoctor.read import read_bytes
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
     res = read_bytes(_spliced(data), "<fuzz>")
     tl = build(res.records)
     for a in tl.attempts:
@@ -129,8 +129,8 @@ def target_rules(data: bytes) -> None:
 
 def target_explain(data: bytes) -> None:
     """explain end to end (rules + classifier + fix plan) → JSON that validates against the schema."""
-    from logdoctor.api import diagnose
     from logdoctor.classify.runtime import load_default
+    from logdoctor.verdict.api import diagnose
     try:
         d = diagnose(_spliced(data), loaded_rules=_rules(), classifier=load_default())
     except InputError:
@@ -160,7 +160,7 @@ def target_archive(data: bytes) -> None:
     own layers. Invariants: only the documented errors, the caps hold, a member never costs the archive."""
     import io
 
-    from logdoctor.sources import archive, tarstream
+    from logdoctor.input.sources import archive, tarstream
     budget = archive.Budget(4 * _ARCHIVE_CAP)
     try:
         opened = archive.open_layers(io.BytesIO(data), "<fuzz>", _ARCHIVE_CAP, budget)
@@ -221,8 +221,8 @@ def target_nested(data: bytes) -> None:
     import io
     import lzma
 
-    from logdoctor.sources import archive
-    from logdoctor.sources.files import from_bytes
+    from logdoctor.input.sources import archive
+    from logdoctor.input.sources.files import from_bytes
     if len(data) < 3:
         return
     # fast settings (a default xz preset sets up a 64 MiB dictionary per call: 5 inputs a second)
@@ -290,9 +290,9 @@ def _rule_texts() -> list[str]:
 
 @lru_cache(maxsize=1)
 def _seed_context():
+    from logdoctor.input.read import read_lines
     from logdoctor.matching.conditions import Context
-    from logdoctor.read import read_lines
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
 
     tl = build(read_lines(_SEED, "<seed>").records)
     return next(Context.build(tl, a) for a in tl.attempts if a.failed)
@@ -312,7 +312,7 @@ def target_rule_file(data: bytes) -> None:
     """Rule-file text → the loader's checks (YAML without anchors, node and depth caps, templates, regex lint) →
     a rule that loads is compiled as a user rule (RE2 or the lint) and run over the seed log, its explain text
     filled. Only a one-line RuleError naming the file may come out, and every step is bounded."""
-    from logdoctor.errors import RuleError
+    from logdoctor.core.errors import RuleError
     from logdoctor.matching import loader, template, yamlsafe
     from logdoctor.matching.rank import candidates
 

@@ -8,21 +8,21 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from logdoctor.errors import InputError, LogdoctorError, RuleError, UsageError  # noqa: E402
+from logdoctor.core.errors import InputError, LogdoctorError, RuleError, UsageError  # noqa: E402
 
 
 def diagnose(source, engine: str = "auto", history=None, rules=(), *, unit=None, host=None):
     """Diagnose a log: a `str` is the log text, a `pathlib.Path` a file to read, or bytes / an iterable of lines
     (docs/api.md). A str is never taken for a file name: pass Path("journal.log") for a file.
     history: None (off), True (the default store), a path or a logdoctor.history.History (docs/hook.md)."""
-    from logdoctor.api import diagnose as _diagnose
+    from logdoctor.verdict.api import diagnose as _diagnose
     return _diagnose(source, engine=engine, history=history, rules=rules, unit=unit, host=host)
 
 
 def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=None, history=None, **kw):
     """Follow a unit until it is ready or has failed (or timeout seconds pass); returns a WatchResult whose
     .outcome is ready | failed | timeout and which reads like the Diagnosis (.cause, .fixes, .to_dict())."""
-    from logdoctor.watching import watch as _watch
+    from logdoctor.hook.watching import watch as _watch
     return _watch(unit, timeout=timeout, health_url=health_url, journal=journal, history=history, **kw)
 
 

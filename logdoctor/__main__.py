@@ -1,3 +1,3 @@
-from logdoctor.entry import main
+from logdoctor.cli.entry import main
 
 main()

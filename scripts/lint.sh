@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 FORMATTED=(
-  logdoctor/vocab.py logdoctor/corpus.py logdoctor/phases.py logdoctor/confidence.py
+  logdoctor/core/vocab.py logdoctor/classify/corpus.py logdoctor/timeline/phases.py logdoctor/verdict/confidence.py
   logdoctor/engines/__init__.py logdoctor/engines/engine.py logdoctor/engines/spelling.py
   logdoctor/engines/tgi.py logdoctor/engines/trtllm.py logdoctor/engines/lmdeploy.py
   logdoctor/matching/decide.py logdoctor/matching/verdict.py logdoctor/matching/docgen.py
@@ -16,23 +16,23 @@ FORMATTED=(
   logdoctor/preflight/__init__.py logdoctor/preflight/budget.py logdoctor/preflight/gpus.py
   logdoctor/preflight/health.py logdoctor/preflight/inputs.py logdoctor/preflight/model.py
   logdoctor/preflight/overheads.py logdoctor/preflight/render.py logdoctor/preflight/verdict.py
-  logdoctor/commands/preflight.py tests/test_preflight.py tests/test_preflight_validate.py
-  logdoctor/catalogues/__init__.py logdoctor/catalogues/entries.py logdoctor/catalogues/load.py
-  logdoctor/catalogues/resolve.py tools/catalogues/__init__.py tools/catalogues/annotations.py
+  logdoctor/cli/commands/preflight.py tests/test_preflight.py tests/test_preflight_validate.py
+  logdoctor/matching/catalogues/__init__.py logdoctor/matching/catalogues/entries.py logdoctor/matching/catalogues/load.py
+  logdoctor/matching/catalogues/resolve.py tools/catalogues/__init__.py tools/catalogues/annotations.py
   tools/catalogues/build.py tests/test_catalogues.py
-  logdoctor/atomic.py tests/test_outputs.py tests/test_fix_trust.py
-  logdoctor/atlas/__init__.py logdoctor/atlas/model.py logdoctor/atlas/store.py logdoctor/atlas/index.py
-  logdoctor/atlas/phases.py logdoctor/atlas/causes.py logdoctor/atlas/tier.py logdoctor/commands/atlas.py
+  logdoctor/core/atomic.py tests/test_outputs.py tests/test_fix_trust.py
+  logdoctor/engines/atlas/__init__.py logdoctor/engines/atlas/model.py logdoctor/engines/atlas/store.py logdoctor/engines/atlas/index.py
+  logdoctor/engines/atlas/phases.py logdoctor/engines/atlas/causes.py logdoctor/engines/atlas/tier.py logdoctor/cli/commands/atlas.py
   tools/atlas/build.py tools/atlas/coverage.py tests/test_atlas.py
   logdoctor/history/__init__.py logdoctor/history/store.py logdoctor/history/sqlite.py logdoctor/history/postgres.py
-  logdoctor/history/spool.py logdoctor/history/factory.py logdoctor/commands/history.py tests/pgserver.py tests/test_history_stores.py
+  logdoctor/history/spool.py logdoctor/history/factory.py logdoctor/cli/commands/history.py tests/pgserver.py tests/test_history_stores.py
   tests/test_history_trust.py tests/test_live_journal.py
-  logdoctor/commands/docs.py logdoctor/triage/cluster.py tools/make_man.py
+  logdoctor/cli/commands/docs.py logdoctor/triage/cluster.py tools/make_man.py
   tests/test_docs_cmd.py tests/test_install_doc.py tests/test_calibration_bins.py tests/test_text_fit.py
   tests/test_triage_polish.py
   logdoctor/matching/yamlsafe.py logdoctor/matching/regexsafe.py logdoctor/matching/template.py
   tests/test_trust_rules.py
-  logdoctor/sources/archive.py logdoctor/sources/tarstream.py logdoctor/sources/guard.py logdoctor/formats/visible.py
+  logdoctor/input/sources/archive.py logdoctor/input/sources/tarstream.py logdoctor/input/sources/guard.py logdoctor/render/visible.py
   tests/test_trust_inputs.py tests/test_fuzz_archives.py
   tests/test_one_pipeline.py tests/test_engine_names.py tests/test_markers.py
   logdoctor/scan/__init__.py logdoctor/scan/reader.py logdoctor/scan/sources.py tests/test_scan_explain.py

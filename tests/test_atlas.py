@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.atlas import lookup
-from logdoctor.atlas.causes import cause_of
-from logdoctor.atlas.phases import phase_of
-from logdoctor.atlas.store import SCHEMA, load
+from logdoctor.engines.atlas import lookup
+from logdoctor.engines.atlas.causes import cause_of
+from logdoctor.engines.atlas.phases import phase_of
+from logdoctor.engines.atlas.store import SCHEMA, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "tests" / "data" / "atlas_src"
@@ -273,7 +273,7 @@ def test_explain_cites_the_engine_source(tmp_path):
 
 def test_a_recoverable_message_is_not_the_decisive_error(tmp_path):
     """The hub lookup logged at ERROR inside a handler that goes on resolves to its entry, but the tier skips it."""
-    from logdoctor.atlas.tier import decisive_hit
+    from logdoctor.engines.atlas.tier import decisive_hit
 
     class D:
         inner = [(3, "Failed to look up the model on the hub: 401 Unauthorized")]
@@ -296,7 +296,7 @@ def test_a_rule_verdict_never_loads_the_atlas():
         "import sys; from pathlib import Path; import logdoctor; "
         "d = logdoctor.diagnose(Path('fixtures/journals/sglang-kv_cache_oom-gptoss-h100-json/journal.log')); "
         "assert d.rule and not d.rule.startswith('atlas'), d.rule; "
-        "assert 'logdoctor.atlas.store' not in sys.modules"
+        "assert 'logdoctor.engines.atlas.store' not in sys.modules"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -352,7 +352,7 @@ def test_a_log_line_holding_only_the_first_line_of_a_message_resolves():
     """Engines raise multi-line messages; the log's line has the first one (the rest are separate lines), and a
     release not read may reword the tail: the literals found in order up to the cut count when they are most of
     the template or long enough to be specific."""
-    from logdoctor.atlas.index import score
+    from logdoctor.engines.atlas.index import score
 
     assert (
         score("Decode out of memory. Try to lower your batch size.", ("Decode out of memory.", "Try to allocate")) == 21
@@ -380,7 +380,7 @@ def test_a_rule_that_fires_outranks_the_atlas():
 def test_a_capability_stated_as_a_comparison_is_an_architecture_requirement():
     """Engines state a kernel's GPU requirement as `SM>=N` as often as `sm_90` or "compute capability >= N" (the
     atlas holds both shapes); either names the GPU generation, so the cause is kernel_arch_mismatch."""
-    from logdoctor.atlas.causes import cause_of
+    from logdoctor.engines.atlas.causes import cause_of
 
     for line in (
         "AssertionError: the MLA decode kernel requires SM>=90",

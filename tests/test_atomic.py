@@ -1,4 +1,4 @@
-"""Atomic writes (logdoctor/atomic.py): an interrupted or failed write leaves the old file whole, never half a file."""
+"""Atomic writes (logdoctor/core/atomic.py): an interrupted or failed write leaves the old file whole, never half a file."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.atomic import WriteError, write_text
+from logdoctor.core.atomic import WriteError, write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,7 +34,7 @@ def _full_disk_child(path: str, size: int) -> int:
     code = ("import resource, signal, sys\n"
             "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
             "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
-            "from logdoctor.atomic import write_bytes, WriteError\n"
+            "from logdoctor.core.atomic import write_bytes, WriteError\n"
             "try:\n    write_bytes(sys.argv[1], b'n' * int(sys.argv[2]))\n"
             "except WriteError as e:\n    print(e)\n    sys.exit(2)\n")
     p = subprocess.run([sys.executable, "-c", code, path, str(size)], capture_output=True, text=True,
@@ -59,9 +59,9 @@ def test_sigkill_mid_write_leaves_old_or_new(tmp_path):
     stray temporary file remains, which nothing reads)."""
     f = tmp_path / "cache.json"
     f.write_bytes(b"{}")
-    code = ("import sys\nfrom logdoctor.atomic import write_bytes\n"
+    code = ("import sys\nfrom logdoctor.core.atomic import write_bytes\n"
             "import os\nr, w = int(sys.argv[2]), int(sys.argv[3])\n"
-            "import logdoctor.atomic as a\n"
+            "import logdoctor.core.atomic as a\n"
             "def hang(fd):\n    os.write(w, b'x'); os.read(r, 1)\n"   # signal the parent, then wait to be killed
             "a.os.fsync = hang\nwrite_bytes(sys.argv[1], b'y' * (8 << 20))\n")
     r1, w1 = os.pipe()

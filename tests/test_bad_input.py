@@ -93,7 +93,7 @@ def test_rule_with_unknown_condition(tmp_path):
 
 
 def test_truncated_journal_export_is_counted_not_dropped():
-    from logdoctor.read import read_bytes
+    from logdoctor.input.read import read_bytes
     data = b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\n_BOOT_ID=ab\nMESSAGE=one\n\n__CURSOR=s=2\n" \
            b"__REALTIME_TIMESTAMP=2\n_BOOT_ID=ab\nMESSAGE\n\x40\x00\x00\x00\x00\x00\x00\x00trunc"
     res = read_bytes(data)

@@ -4,8 +4,8 @@ bins with "right 1.0"."""
 
 from __future__ import annotations
 
-from logdoctor import calibration as cal
-from logdoctor.evaluation import CaseResult
+from logdoctor.classify import calibration as cal
+from logdoctor.classify.evaluation import CaseResult
 
 
 def case(i: int, label: str | None, cause: str | None, conf: float) -> CaseResult:

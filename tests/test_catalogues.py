@@ -1,4 +1,4 @@
-"""The CUDA / NCCL / Xid / PyTorch catalogues (logdoctor/catalogues, logdoctor/data/catalogues) and their use in a
+"""The CUDA / NCCL / Xid / PyTorch catalogues (logdoctor/matching/catalogues, logdoctor/data/catalogues) and their use in a
 verdict: lookups, wording -> code resolution, one source of truth for the Xid classes, lazy loading, a bare fatal
 CUDA line as a failure, error 802 as a host fault, and "recoverable is not decisive" (issue 19 parts 3 and 4).
 Log lines here are written for these tests."""
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor import catalogues, decisive
-from logdoctor.read import read_lines
-from logdoctor.timeline import build
-from logdoctor.vocab import CAUSES, PHASES, XID_APP, XID_HARDWARE
+from logdoctor.core.vocab import CAUSES, PHASES, XID_APP, XID_HARDWARE
+from logdoctor.input.read import read_lines
+from logdoctor.matching import catalogues
+from logdoctor.timeline import decisive
+from logdoctor.timeline.build import build
 from tools.catalogues import build as catbuild
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +159,7 @@ def test_catalogues_load_lazily():
     """Explaining a log with no CUDA/NCCL error text reads no catalogue file."""
     code = (
         "from logdoctor import api\n"
-        "from logdoctor.catalogues import load\n"
+        "from logdoctor.matching.catalogues import load\n"
         'api.diagnose(\'May 22 10:00:01 h python3[5]: [2026-05-22 10:00:01] server_args=ServerArgs(model_path="m")\\n'
         "May 22 10:00:02 h python3[5]: [2026-05-22 10:00:02 TP0] Capture cuda graph begin. avail mem=9.10 GB\\n"
         "May 22 10:00:03 h python3[5]: NCCL INFO Channel 00/02 via P2P/CUMEM\\n"

@@ -49,8 +49,8 @@ def test_mask_hides_variable_parts():
 
 
 def test_features_are_sorted_distinct_and_deterministic():
-    from logdoctor.api import read_any
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
+    from logdoctor.verdict.api import read_any
     dirs = [d for d in _case_dirs()][:5]
     if not dirs:
         pytest.skip("no fixtures")
@@ -89,7 +89,7 @@ def test_training_is_reproducible(examples, fitted, tmp_path):
 def test_train_command_writes_the_same_bytes_twice(tmp_path):
     from click.testing import CliRunner
 
-    from logdoctor.cli import main
+    from logdoctor.cli.app import main
     if len(_case_dirs()) < 4:
         pytest.skip("no fixtures")
     # a small, fast subset: a few cases of each of several causes
@@ -149,7 +149,7 @@ def test_shipped_model_is_plain_json():
 
 def test_nonsense_with_the_word_error_is_never_a_confident_cause():
     import logdoctor
-    from logdoctor.api import diagnose
+    from logdoctor.verdict.api import diagnose
     clf = runtime.load_default()
     for text in ("error: everything is fine\nno error here\n",
                  "error: everything is fine\nno error here\nERROR: nothing happened\n",
@@ -166,7 +166,7 @@ def test_nonsense_with_the_word_error_is_never_a_confident_cause():
 def test_classifier_alone_gets_most_fixtures_right():
     if not SHIPPED.exists():
         pytest.skip("no model shipped")
-    from logdoctor import evaluation as ev
+    from logdoctor.classify import evaluation as ev
     res = ev.run([FIXTURES], mode="classifier")
     failed = [r for r in res if r.label_cause is not None]
     if len(failed) < 10:
@@ -181,8 +181,8 @@ def test_classifier_alone_gets_most_fixtures_right():
 def _attempt_of(cause: str):
     import yaml
 
-    from logdoctor.api import read_any
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
+    from logdoctor.verdict.api import read_any
     for d in _case_dirs():
         lab = yaml.safe_load((d / "label.yaml").read_text()) or {}
         if lab.get("cause") == cause and lab.get("failed", True):
@@ -248,8 +248,8 @@ def test_close_call_is_reranked_by_the_classifier():
 
 def test_classifier_diagnosis_end_to_end():
     """Rules switched off: the classifier alone names the cause of a fixture it was trained on."""
-    from logdoctor.api import diagnose_timeline, read_any
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
+    from logdoctor.verdict.api import diagnose_timeline, read_any
     clf = _clf()
     import yaml
     for d in _case_dirs():

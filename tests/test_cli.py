@@ -31,7 +31,7 @@ def test_version():
 
 
 def test_every_fixture_json_validates_and_exit_code_matches_label():
-    from logdoctor.api import diagnose
+    from logdoctor.verdict.api import diagnose
     assert CASES, "no labelled fixtures"
     v = jsonschema.Draft202012Validator(SCHEMA)
     for case in CASES:

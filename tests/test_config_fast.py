@@ -64,8 +64,8 @@ def test_fast_path_is_taken_for_plain_dumps():
 def test_remembered_dumps_are_handed_out_as_copies():
     """config.extract_config remembers each dump's parse (the same dump returns for every restart and host); what it
     hands out must still be the caller's own: changing one attempt's config cannot leak into the next one's."""
-    from logdoctor.config import extract_config
-    from logdoctor.read import read_lines
+    from logdoctor.input.read import read_lines
+    from logdoctor.timeline.config import extract_config
 
     lines = ["[2026-05-22 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2, "
              "cuda_graph_bs=[1, 2, 4], json_model_override_args={'a': [1]}, kv_cache_dtype=torch.float8_e4m3fn)",

@@ -39,7 +39,7 @@ def test_committed_man_pages_are_current():
     # command in a simulated missing-extra state, and the click tree would differ from a user's
     import json
 
-    code = "import json; from logdoctor.commands.docs import pages; print(json.dumps(pages()))"
+    code = "import json; from logdoctor.cli.commands.docs import pages; print(json.dumps(pages()))"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
     want = json.loads(p.stdout)

@@ -85,17 +85,18 @@ def test_every_engine_declares_where_its_code_and_processes_are(name):
 def test_the_attempt_boundary_is_the_registrys():
     """attempts.split cuts where an engine's config dump starts; until attempts.py reads the registry, the two
     patterns must stay equal (the triage boundary check reads attempts._CONFIG)."""
-    from logdoctor.attempts import _CONFIG
+    from logdoctor.timeline.attempts import _CONFIG
 
     assert _CONFIG.pattern == config_dump_pattern()
 
 
 def test_the_tables_outside_engines_read_the_record():
     """What decisive, timeline, the atlas and the levers' notes read from the record is in force there."""
-    from logdoctor import decisive, timeline
-    from logdoctor.atlas.phases import PHASE_TABLE, phase_of
-    from logdoctor.levers import LEVERS
-    from logdoctor.vocab import PHASES
+    from logdoctor.core.vocab import PHASES
+    from logdoctor.engines.atlas.phases import PHASE_TABLE, phase_of
+    from logdoctor.engines.levers import LEVERS
+    from logdoctor.timeline import build as timeline
+    from logdoctor.timeline import decisive
 
     for e in ENGINES.values():
         for d in e.package_dirs:

@@ -58,5 +58,5 @@ def test_the_error_can_state_the_value_in_force():
 
 
 def test_explain_never_prints_a_sentence_with_a_hole():
-    from logdoctor.api import _fill
+    from logdoctor.verdict.api import _fill
     assert _fill("A is {a}. Capture was at batch size {bs} with {gb} GB free. Done.", {"a": 1, "gb": 3}) == "A is 1. Done."

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.diagnosis import FixStep
-from logdoctor.unitfile import NothingToApply, apply_to_text, find_command, new_name, scan
+from logdoctor.hook.unitfile import NothingToApply, apply_to_text, find_command, new_name, scan
+from logdoctor.verdict.diagnosis import FixStep
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals"
@@ -137,7 +137,7 @@ def test_new_names():
 
 def test_the_editor_checks_every_value_again():
     """A FixStep built by hand (the Python API) passes the same lever check before it reaches the text."""
-    from logdoctor.levers import BadValue
+    from logdoctor.engines.levers import BadValue
 
     text = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --mem-fraction-static 0.88\n"
     for to, shown in ((0.92, "0.92 --trust-remote-code"), ("0.9; rm -rf /", "--mem-fraction-static 0.9; rm -rf /")):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from logdoctor import vocab
+from logdoctor.core import vocab
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "fixtures" / "journals"

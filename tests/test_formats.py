@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.blocks import assemble
-from logdoctor.read import read_bytes
-from logdoctor.records import KERNEL, META, SERVICE, SYSTEMD
+from logdoctor.core.records import KERNEL, META, SERVICE, SYSTEMD
+from logdoctor.input.read import read_bytes
+from logdoctor.timeline.blocks import assemble
 
 ROOT = Path(__file__).resolve().parent.parent
 FX = ROOT / "fixtures" / "journals" / "formats"
@@ -19,7 +19,7 @@ import make_format_fixtures as mff  # noqa: E402
 
 def expected_service_msgs() -> list[str]:
     from logdoctor.engines.prefixes import split_prefix
-    from logdoctor.formats.clean import clean
+    from logdoctor.input.formats.clean import clean
     return [split_prefix(clean(l)[0]).body for _, l in mff.service_lines()]
 
 

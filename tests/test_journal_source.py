@@ -1,4 +1,4 @@
-"""logdoctor.sources.journal against real .journal files (built with systemd-journal-remote from export fixtures).
+"""logdoctor.input.sources.journal against real .journal files (built with systemd-journal-remote from export fixtures).
 
 Every read is done through both backends (systemd-python and `journalctl -o json`) and the normalised entries must
 be identical. Skipped only when systemd-journal-remote is not installed (the journal_file fixture skips).
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from journal_export import make_journal, read_export, write_export
 
-from logdoctor.errors import InputError, UsageError
-from logdoctor.sources import journal as jmod
-from logdoctor.sources.journal import iter_journal_entries, mangle_unit, parse_since
+from logdoctor.core.errors import InputError, UsageError
+from logdoctor.input.sources import journal as jmod
+from logdoctor.input.sources.journal import iter_journal_entries, mangle_unit, parse_since
 
 REPO = Path(__file__).resolve().parents[1]
 EXPORT_DIR = REPO / "fixtures" / "journals" / "formats" / "export"
@@ -532,7 +532,7 @@ def test_error_unreadable_file(sglang_journal, tmp_path, backend, monkeypatch):
         drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable] if setpriv else None
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         # an unprivileged user must be able to import the checkout (a clone in a 0700 folder is not readable)
-        if drop is None or subprocess.run(drop + ["-c", "import logdoctor.sources.journal"], cwd="/", env=env,
+        if drop is None or subprocess.run(drop + ["-c", "import logdoctor.input.sources.journal"], cwd="/", env=env,
                                           capture_output=True).returncode != 0:
             real_open = os.open  # root reads everything: simulate the refusal
 
@@ -543,8 +543,8 @@ def test_error_unreadable_file(sglang_journal, tmp_path, backend, monkeypatch):
             monkeypatch.setattr(jmod.os, "open", deny)
             _assert_input_error(lambda: read(backend, files=[locked]), match="permission denied")
             return
-        code = ("import sys\nfrom logdoctor.errors import InputError\n"
-                "from logdoctor.sources.journal import iter_journal_entries as it\n"
+        code = ("import sys\nfrom logdoctor.core.errors import InputError\n"
+                "from logdoctor.input.sources.journal import iter_journal_entries as it\n"
                 "try:\n    list(it(files=[sys.argv[1]], prefer=sys.argv[2]))\nexcept InputError as e:\n"
                 "    print('InputError:', e)\nelse:\n    print('no error')\n")
         p = subprocess.run(drop + ["-c", code, str(locked), backend], capture_output=True, text=True, cwd="/",
@@ -600,7 +600,7 @@ def test_usage_errors(sglang_journal, tmp_path):
 
 
 def test_import_is_light():
-    code = ("import sys, logdoctor.sources.journal\n"
+    code = ("import sys, logdoctor.input.sources.journal\n"
             "heavy = [m for m in ('systemd', 'systemd.journal', 'json', 'subprocess', 'uuid', 'logging') "
             "if m in sys.modules]\nprint(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from logdoctor.input.read import read_lines
 from logdoctor.matching.conditions import LEAVES, Context, evaluate
-from logdoctor.read import read_lines
-from logdoctor.timeline import build
+from logdoctor.timeline.build import build
 
 H = "May 22 10:33:{:02d} h200 "  # journal short prefix; {} = second
 SG = "python3[100]: [2026-05-22 10:33:{:02d} TP{}] "

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logdoctor.engines.config_dump import parse_command_line, parse_py_dict, parse_server_args
-from logdoctor.levers import (
+from logdoctor.engines.levers import (
     LEVERS,
     OPS,
     default_for,
@@ -280,7 +280,7 @@ def test_step_never_repeats_and_respects_bounds_and_direction(lever, current, op
 
 
 def test_ops_are_the_vocabulary_ops():
-    from logdoctor import vocab
+    from logdoctor.core import vocab
     assert OPS is vocab.OPS and set(OPS) == set(vocab.FIX_OPS)
 
 

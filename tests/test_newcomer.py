@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import logdoctor
-from logdoctor.errors import InputError
+from logdoctor.core.errors import InputError
 
 pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 
@@ -95,7 +95,7 @@ def test_api_path_is_a_file_and_str_is_text():
 def test_progress_only_on_a_tty(tmp_path):
     import io
 
-    from logdoctor import progress
+    from logdoctor.core import progress
 
     class Tty(io.StringIO):
         def isatty(self):

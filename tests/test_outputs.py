@@ -1,4 +1,4 @@
-"""Outputs never replace what is not a regular file (logdoctor/atomic.py; hostile-inputs F4, newcomer-trial 1).
+"""Outputs never replace what is not a regular file (logdoctor/core/atomic.py; hostile-inputs F4, newcomer-trial 1).
 
 Real device nodes (mknod, as root), FIFOs and symlinks, through the CLI (`fix --out`) and the writer itself."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.atomic import ChangedError, WriteError, seen, write_bytes
+from logdoctor.core.atomic import ChangedError, WriteError, seen, write_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "tests" / "data" / "hook" / "sglang-qwen.service"

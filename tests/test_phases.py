@@ -1,4 +1,4 @@
-"""The phase state machine (logdoctor/phases.py): one table, one driver, read by timeline while reading an attempt
+"""The phase state machine (logdoctor/timeline/phases.py): one table, one driver, read by timeline while reading an attempt
 and when replaying it to the fatal line."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from logdoctor.core.vocab import EDGES
 from logdoctor.engines import ENGINES
 from logdoctor.engines.markers import Marker
-from logdoctor.phases import TRANSITIONS, Tracker
-from logdoctor.vocab import EDGES
+from logdoctor.timeline.phases import TRANSITIONS, Tracker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,7 @@ def test_launch_lines_enter_only_from_idle():
 
 def test_timeline_declares_no_second_machine():
     """No code outside phases.py branches on an `end` edge's `then` to pick the next phase."""
-    src = (ROOT / "logdoctor" / "timeline.py").read_text()
+    src = (ROOT / "logdoctor" / "timeline" / "build.py").read_text()
     tree = ast.parse(src)
     thens = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "then"]
     assert thens == [], "timeline.py reads Marker.then itself; use phases.Tracker / phases.phase_after"

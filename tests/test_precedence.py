@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from logdoctor.core.vocab import TIER_NAMES, TIERS
+from logdoctor.input.read import read_lines
 from logdoctor.matching.conditions import Context
 from logdoctor.matching.decide import TIER_POINTS, tier_for_priority
 from logdoctor.matching.loader import build_rule, load_rules
 from logdoctor.matching.rank import candidates
-from logdoctor.read import read_lines
-from logdoctor.timeline import build
-from logdoctor.vocab import TIER_NAMES, TIERS
+from logdoctor.timeline.build import build
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,7 +142,7 @@ def test_lint_warns_about_the_old_shape_but_passes(tmp_path):
 
 
 def test_an_unknown_tier_is_a_one_line_error(tmp_path):
-    from logdoctor.errors import RuleError
+    from logdoctor.core.errors import RuleError
     from logdoctor.matching.loader import load_rule_file
 
     p = tmp_path / "r.yaml"

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logdoctor.blocks import assemble
-from logdoctor.read import read_bytes, read_lines
+from logdoctor.input.read import read_bytes, read_lines
+from logdoctor.timeline.blocks import assemble
 
 pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 

@@ -12,9 +12,10 @@ import time
 import pytest
 
 import logdoctor
-from logdoctor import crossattempt, timeline
 from logdoctor.classify import features
 from logdoctor.matching.schema import backtracking_risk
+from logdoctor.timeline import build as timeline
+from logdoctor.verdict import crossattempt
 
 pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 

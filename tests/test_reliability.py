@@ -283,7 +283,7 @@ def test_row_permission_denied(tmp_path):
         setpriv = shutil.which("setpriv")
         drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"] if setpriv else None
         tmp_path.chmod(0o755)
-        if drop and subprocess.run(drop + [sys.executable, "-c", "import logdoctor.cli"], cwd=tmp_path, env=_env(),
+        if drop and subprocess.run(drop + [sys.executable, "-c", "import logdoctor.cli.app"], cwd=tmp_path, env=_env(),
                                    capture_output=True).returncode == 0:
             p = subprocess.run(drop + [sys.executable, "-m", "logdoctor", "explain", "locked.log"], cwd=tmp_path,
                                env=_env(), capture_output=True, timeout=60)
@@ -294,7 +294,7 @@ def test_row_permission_denied(tmp_path):
                     "        raise PermissionError(13, 'Permission denied', str(path))\n"
                     "    return _open(path, *a, **k)\n"
                     "builtins.open = deny\n"
-                    "from logdoctor.cli import main\nsys.argv = ['logdoctor', 'explain', 'locked.log']\nmain()\n")
+                    "from logdoctor.cli.app import main\nsys.argv = ['logdoctor', 'explain', 'locked.log']\nmain()\n")
             p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(), capture_output=True, timeout=60)
         check_row("permission-denied", p.returncode, p.stdout.decode(), p.stderr.decode())
     finally:
@@ -480,7 +480,7 @@ def test_row_history_read_only(tmp_path):
         (shared / "hist.db").chmod(0o444)
         drop = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         env = dict(_env(), XDG_STATE_HOME=str(shared))
-        can = shutil.which("setpriv") and subprocess.run(drop + [sys.executable, "-c", "import logdoctor.cli"],
+        can = shutil.which("setpriv") and subprocess.run(drop + [sys.executable, "-c", "import logdoctor.cli.app"],
                                                          cwd=shared, env=env, capture_output=True).returncode == 0
         if can:
             try:
@@ -505,7 +505,7 @@ def test_row_history_read_only(tmp_path):
                     "    if str(p) == 'hist.db':\n"
                     "        k['uri'] = True\n        p = 'file:hist.db?mode=ro'\n"
                     "    return _c(p, *a, **k)\n"
-                    "sqlite3.connect = ro\nfrom logdoctor.cli import main\n"
+                    "sqlite3.connect = ro\nfrom logdoctor.cli.app import main\n"
                     "sys.argv = ['logdoctor', *sys.argv[1:]]\nmain()\n")
             p = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=_env(), capture_output=True,
                                timeout=120)

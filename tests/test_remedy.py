@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from logdoctor import remedy
+from logdoctor.input.read import read_lines
 from logdoctor.matching.loader import Fix, Rule
-from logdoctor.read import read_lines
-from logdoctor.timeline import build
+from logdoctor.timeline.build import build
+from logdoctor.verdict import remedy
 
 H = "May 22 10:33:{:02d} h200 "
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.errors import RuleError
+from logdoctor.core.errors import RuleError
 from logdoctor.matching.loader import load_rule_file, load_rules
 from logdoctor.matching.schema import backtracking_risk
 
@@ -38,7 +38,7 @@ def test_catalogue_is_current():
 
 def test_every_taxonomy_cause_has_rules_for_sglang_and_vllm():
     rules = load_rules(())
-    from logdoctor.vocab import CAUSES
+    from logdoctor.core.vocab import CAUSES
     for cause in CAUSES:
         for engine in ("sglang", "vllm"):
             assert any(r.cause == cause and r.applies_to(engine) for r in rules), (cause, engine)

@@ -1,4 +1,4 @@
-"""The compiled-regex cache (logdoctor/rxcache.py) gives the very pattern `re.compile` gives, cold and warm, for every
+"""The compiled-regex cache (logdoctor/core/rxcache.py) gives the very pattern `re.compile` gives, cold and warm, for every
 regex the package compiles, and falls back to `re.compile` on a damaged, foreign or other-interpreter file."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor import rxcache
+from logdoctor.core import rxcache
 
 pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import logdoctor
-from logdoctor import read
+from logdoctor.input import read
 from logdoctor.scan.scan import SMALL_SEGMENT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +96,8 @@ def test_explain_through_the_scan_equals_triage(big):
 
 def test_the_scan_cuts_where_attempts_cut():
     """The scan's boundary patterns are derived from attempts.STARTS (every engine's config dump) and BOOT."""
-    from logdoctor.attempts import _CONFIG, BOOT, STARTS
     from logdoctor.scan.prefilter import _unanchor, groups
+    from logdoctor.timeline.attempts import _CONFIG, BOOT, STARTS
 
     assert _CONFIG.pattern == "|".join(STARTS)
     assert {_unanchor(p) for p in STARTS} | {BOOT + " "} == set(groups().boundary)

@@ -148,8 +148,8 @@ def test_model_copy_equals_the_json_and_survives_damage(cache_dir):
 def test_lazy_family_patterns_and_frame_sets_answer_like_the_regexes():
     """Start-up shortcuts that must not change an answer: the classifier's family patterns screened by their literals
     (classify/features.py) and the frame-phase name sets (timeline.py), against the plain regexes on real log text."""
-    from logdoctor import timeline
     from logdoctor.classify import features
+    from logdoctor.timeline import build as timeline
     lines = []
     for p in sorted((ROOT / "fixtures" / "journals").glob("*/journal.log"))[::5]:
         lines += p.read_text(errors="replace").lower().splitlines()

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor import read, stream
-from logdoctor.api import diagnose_timeline
 from logdoctor.classify.runtime import load_default
+from logdoctor.input import read, stream
 from logdoctor.matching.loader import load_rules
-from logdoctor.timeline import build
+from logdoctor.timeline.build import build
+from logdoctor.verdict.api import diagnose_timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 JOURNALS = sorted((ROOT / "fixtures" / "journals").glob("*/journal.log"))

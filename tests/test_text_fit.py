@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import logdoctor
-from logdoctor.remedy import render_fix
 from logdoctor.render import text
+from logdoctor.verdict.remedy import render_fix
 
 ROOT = Path(__file__).resolve().parent.parent
 FX = ROOT / "fixtures" / "journals"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logdoctor.read import read_bytes, read_lines
-from logdoctor.timeline import build
+from logdoctor.input.read import read_bytes, read_lines
+from logdoctor.timeline.build import build
 
 ROOT = Path(__file__).resolve().parent.parent
 FX = ROOT / "fixtures" / "journals" / "formats"

@@ -119,7 +119,7 @@ def archive(tmp_path_factory):
                           "PRIORITY": "6", "MESSAGE": f"Accepted publickey for ops from 10.0.0.{k} port 22"})
         jdir = root / "journal" / "gpu-node-7"
         make_journal(write_export(entries + extra), jdir / "system.journal")
-        from logdoctor.read import read_bytes
+        from logdoctor.input.read import read_bytes
         expected[(str(jdir), None)] = _attempts(read_bytes(EXPORT.read_bytes()))
     return root, expected, jdir
 

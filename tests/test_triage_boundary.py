@@ -3,7 +3,7 @@
 Regression (issue 13 after issue 10): a two-rank SGLang crash whose traceback calls
 `_launch_subprocesses(server_args=server_args)` was cut into three "attempts" by the scanner (the prefilter finds
 `server_args=` anywhere on a line), so triage diagnosed a truncated traceback as `unknown`. Every process-manager
-prefix of logdoctor/formats/wrappers.py is checked, on the same crash re-wrapped, against `diagnose`.
+prefix of logdoctor/input/formats/wrappers.py is checked, on the same crash re-wrapped, against `diagnose`.
 """
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def test_scheduler_local_starts_a_cluster_with_the_local_rows(tmp_path):
 def test_an_internal_error_is_one_line_and_debug_shows_the_traceback(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from logdoctor.commands.triage import triage_cmd
+    from logdoctor.cli.commands.triage import triage_cmd
     from logdoctor.triage import report
 
     def boom(*_a, **_k):

@@ -9,8 +9,8 @@ could make a restart loop of one config look like "fails across configurations" 
 from __future__ import annotations
 
 import logdoctor
-from logdoctor.config import comparable_levers, extract_config
-from logdoctor.read import read_lines
+from logdoctor.input.read import read_lines
+from logdoctor.timeline.config import comparable_levers, extract_config
 
 HOST = "2026-10-02T08:00:{s:02d}+0000 gn-3 vllm[{pid}]: "
 

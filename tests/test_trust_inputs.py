@@ -198,7 +198,7 @@ def test_refused_gzip_same_message_on_both_paths(tmp_path):
 
 def test_expansion_caps_per_input_and_per_run():
     """The shared decompression stops at the per-input cap and at the run's budget, and says which."""
-    from logdoctor.sources import archive
+    from logdoctor.input.sources import archive
 
     blob = gzip.compress(b"x" * (3 << 20))
     exp = archive.Expansion(blob, "gzip", cap=1 << 20)
@@ -215,7 +215,7 @@ def test_expansion_caps_per_input_and_per_run():
 
 def test_run_cap_lists_inputs_not_started(tmp_path, monkeypatch):
     """Once finished tasks reach the run's cap on decompressed bytes, the inputs not started are listed, not read."""
-    from logdoctor import limits
+    from logdoctor.core import limits
     from logdoctor.triage import runner
     from logdoctor.triage.inputs import expand
 
@@ -344,7 +344,7 @@ def test_tar_journal_member_cap(tmp_path, monkeypatch):
     """A journal-magic member larger than the cap is refused after the cap, and its temp folder is removed."""
     import tempfile
 
-    from logdoctor import limits
+    from logdoctor.core import limits
     from logdoctor.triage import runner
     from logdoctor.triage.inputs import InputSpec
 
@@ -400,7 +400,7 @@ def test_tar_special_members(tmp_path):
 
 
 def test_tar_many_members(tmp_path):
-    from logdoctor import limits
+    from logdoctor.core import limits
 
     n = limits.MAX_LISTED + 300
     _tar(tmp_path / "m.tar", [(f"m/{i:05d}.log", b"hello %d\n" % i) for i in range(n)] + [("seed.log", SEED)])
@@ -578,7 +578,7 @@ def test_lone_cr_and_progress_bars(tmp_path):
 
 
 def test_visible_unit():
-    from logdoctor.formats.visible import visible, visible_lines
+    from logdoctor.render.visible import visible, visible_lines
 
     assert visible("a\x1b]0;T\x07b\x9b2J\u202ec\rd\ne\bf") == "a^[]0;T^Gb<U+009B>2J<U+202E>c^Md^Je^Hf"
     assert visible("tab\tstays, é and 日本 too") == "tab\tstays, é and 日本 too"

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logdoctor import read, stream
-from logdoctor.formats.visible import visible_lines as visible
+from logdoctor.core.records import Record, kernel_sourced
+from logdoctor.input import read, stream
 from logdoctor.matching import template
 from logdoctor.matching.regexsafe import nesting, problem
-from logdoctor.records import Record, kernel_sourced
+from logdoctor.render.visible import visible_lines as visible
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"
@@ -30,7 +30,7 @@ RULE_HEAD = "id: t.evil\ncause: kv_cache_oom\ntitle: a long enough title\nengine
 
 def cli(*args, env=None, timeout=120, pre=""):
     """The CLI as a subprocess; `pre` runs first in the child (e.g. to hide the re2 module)."""
-    code = f"{pre}\nimport sys\nfrom logdoctor.entry import main\nsys.argv = ['logdoctor', *sys.argv[1:]]\nmain()"
+    code = f"{pre}\nimport sys\nfrom logdoctor.cli.entry import main\nsys.argv = ['logdoctor', *sys.argv[1:]]\nmain()"
     e = dict(os.environ, **(env or {}))
     p = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=e, timeout=timeout
@@ -343,10 +343,10 @@ def test_evidence_store_is_bounded_in_whole_stanzas(tmp_path, monkeypatch):
         if "/srv/app/" in seq[1]:
             assert "do_" in seq[2] and "distinct failure" in seq[3], seq
     assert ours[0].msg.startswith("Traceback")
-    from logdoctor.api import diagnose_timeline
     from logdoctor.classify.runtime import load_default
     from logdoctor.matching.loader import load_rules
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
+    from logdoctor.verdict.api import diagnose_timeline
 
     def verdict(res):
         d = diagnose_timeline(build(res.records), res, load_rules(()), classifier=load_default()).to_dict()

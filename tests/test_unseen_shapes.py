@@ -173,8 +173,8 @@ def test_confidence_at_0_8_is_right_95_percent_on_unseen_variant_groups():
 
 
 def test_classifier_alone_and_hint_only_verdicts_are_capped():
-    from logdoctor import calibration as cal
-    from logdoctor.diagnosis import Evidence
+    from logdoctor.classify import calibration as cal
+    from logdoctor.verdict.diagnosis import Evidence
 
     class W:  # a synthesized classifier candidate: no rule fired
         class rule:
@@ -269,13 +269,13 @@ def test_restart_in_progress_with_history_keeps_the_verdicts_fix(tmp_path):
      "Traceback (most recent call last):"),
 ])
 def test_wrapper_prefixes_peel(line, wrapper, rank, pid, body):
-    from logdoctor.formats.wrappers import peel
+    from logdoctor.input.formats.wrappers import peel
     p = peel(line)
     assert (p.wrapper, p.rank, p.pid, p.body) == (wrapper, rank, pid, body)
 
 
 def test_srun_labels_only_when_most_lines_carry_them():
-    from logdoctor.formats.wrappers import detect, peel
+    from logdoctor.input.formats.wrappers import detect, peel
     lines = [f"{i % 2}: line {i}" for i in range(10)]
     kinds, unknown = detect(lines)
     assert "srun" in kinds and unknown is None

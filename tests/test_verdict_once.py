@@ -1,5 +1,5 @@
 """The verdict is built once (issue 20 part 2): the Diagnosis is frozen, the history's findings are Amendments
-that build a new verdict, and confidence adjustments are named in logdoctor/confidence.py."""
+that build a new verdict, and confidence adjustments are named in logdoctor/verdict/confidence.py."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor import confidence as cf
-from logdoctor import crossattempt, diagnose
-from logdoctor.diagnosis import Amendment
+from logdoctor import diagnose
 from logdoctor.history import AttemptRow
+from logdoctor.verdict import confidence as cf
+from logdoctor.verdict import crossattempt
+from logdoctor.verdict.diagnosis import Amendment
 
 ROOT = Path(__file__).resolve().parent.parent
 HW = ROOT / "fixtures" / "journals" / "seed-attempt3-hardware" / "journal.log"
@@ -65,7 +66,7 @@ def test_below_the_breaker_threshold_nothing_is_amended(hw):
 def test_confidence_numbers_live_in_confidence_py():
     """No float literal strictly between 0 and 1 in the modules that used to adjust confidence by hand."""
     found = []
-    for rel in ("logdoctor/api.py", "logdoctor/crossattempt.py", "logdoctor/classify/runtime.py"):
+    for rel in ("logdoctor/verdict/api.py", "logdoctor/verdict/crossattempt.py", "logdoctor/classify/runtime.py"):
         for node in ast.walk(ast.parse((ROOT / rel).read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < 1:
                 found.append(f"{rel}:{node.lineno} {node.value}")

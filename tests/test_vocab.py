@@ -1,4 +1,4 @@
-"""The vocabularies are defined once (logdoctor/vocab.py); the schemas, docs and CLI that repeat them must agree."""
+"""The vocabularies are defined once (logdoctor/core/vocab.py); the schemas, docs and CLI that repeat them must agree."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from logdoctor import vocab
+from logdoctor.core import vocab
 
 REPO = Path(__file__).resolve().parents[1]
 RULE_SCHEMA = json.loads((REPO / "logdoctor" / "schemas" / "rule.schema.json").read_text())
@@ -71,7 +71,7 @@ def test_xid_classes_do_not_overlap():
 
 
 def test_exit_codes_follow_the_outcomes():
-    from logdoctor.diagnosis import Diagnosis
+    from logdoctor.verdict.diagnosis import Diagnosis
 
     base = dict(engine="vllm", engine_version=None, phase="serving", confidence=0.5, rule=None)
     assert Diagnosis(failed=False, cause=None, **base).exit_code == 0
@@ -80,9 +80,9 @@ def test_exit_codes_follow_the_outcomes():
 
 
 def test_engine_names_come_from_the_registry():
-    from logdoctor.cli import ENGINES as CLI_CHOICES
-    from logdoctor.commands.fix import ENGINES as FIX_CHOICES
-    from logdoctor.commands.watch import ENGINES as WATCH_CHOICES
+    from logdoctor.cli.app import ENGINES as CLI_CHOICES
+    from logdoctor.cli.commands.fix import ENGINES as FIX_CHOICES
+    from logdoctor.cli.commands.watch import ENGINES as WATCH_CHOICES
     from logdoctor.engines import ENGINE_NAMES, ENGINES
     from logdoctor.engines.detect import ENGINES as DETECTED
 
@@ -106,8 +106,8 @@ from logdoctor.engines.markers import Marker
 toy = Engine(name="toyllm", title="Toy", signatures=("toyllm.serve",),
              markers=(Marker("toy_load", r"^toy loading weights", "weight_load", "begin", keyword="toy"),))
 reg.ENGINES = reg.MappingProxyType({**reg.ENGINES, "toyllm": toy})
-from logdoctor.read import read_lines
-from logdoctor.timeline import build
+from logdoctor.input.read import read_lines
+from logdoctor.timeline.build import build
 tl = build(read_lines(["toyllm.serve --model m", "toy loading weights", "RuntimeError: boom"]).records)
 print(tl.engine, tl.attempts[-1].phase)
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from logdoctor.commands.docs import pages  # noqa: E402
+from logdoctor.cli.commands.docs import pages  # noqa: E402
 
 
 def main() -> int:

@@ -139,7 +139,7 @@ def case_row(d: Path) -> Row | None:
     from logdoctor.preflight.health import Sign  # noqa: F401 - same import path as the CLI
     from logdoctor.preflight.verdict import decide
     from logdoctor.scan.sources import read_any
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
 
     log = d / "journal.log"
     if not log.is_file() or not (d / "label.yaml").is_file():
@@ -155,7 +155,7 @@ def case_row(d: Path) -> Row | None:
     if tl.engine not in ("sglang", "vllm") or not tl.attempts:
         return None
     a = tl.attempts[0]  # the first attempt: its own flags, its own numbers
-    from logdoctor.config import _merge
+    from logdoctor.timeline.config import _merge
 
     raw = _merge([ly for ly in a.config.layers if ly[1] != "resolved"])  # the flags, not what the engine computed
     lo, hi = a.start_line, a.end_line

@@ -28,7 +28,7 @@ def _fix_text(fix: dict) -> str:
 def snapshot(dirs: list[Path]) -> list[str]:
     """One sorted JSON line per case: failed, cause, phase, confidence (2 places), first fix, attempt count."""
     from logdoctor import diagnose
-    from logdoctor.corpus import load_cases
+    from logdoctor.classify.corpus import load_cases
 
     lines = []
     for case in sorted(load_cases(dirs), key=lambda c: str(c.path.relative_to(c.path.anchor))):

@@ -74,7 +74,7 @@ def with_sshd(text: str) -> str:
 
 def run(root: Path = ROOT / "fixtures" / "journals", verbose: bool = False) -> dict:
     """Counts over the failing fixtures that the unchanged log already diagnoses as failed."""
-    from logdoctor.api import diagnose
+    from logdoctor.verdict.api import diagnose
     from logdoctor.classify.runtime import load_default
     from logdoctor.matching.loader import load_rules
     rules, clf = load_rules(()), load_default()

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import re
 
-from logdoctor import rxcache
-from logdoctor.decisive import WRAPPED, section_text
-from logdoctor.vocab import PHASE_INDEX as _PHASE_INDEX
-from logdoctor.vocab import PHASES, xid_class
+from logdoctor.core import rxcache
+from logdoctor.core.vocab import PHASE_INDEX as _PHASE_INDEX
+from logdoctor.core.vocab import PHASES, xid_class
+from logdoctor.timeline.decisive import WRAPPED, section_text
 
 FEATURE_VERSION = 2
 
@@ -130,8 +130,8 @@ def _reached(a) -> str | None:
 
 
 def _fatal_blocks(a):
-    from logdoctor.decisive import of
-    return of(a).blocks   # the one decisive-error computation (logdoctor/decisive.py)
+    from logdoctor.timeline.decisive import of
+    return of(a).blocks   # the one decisive-error computation (logdoctor/timeline/decisive.py)
 
 
 def features(tl, attempt) -> list[str]:
@@ -217,7 +217,7 @@ def _exception_tokens(acc: _Acc, fatal) -> None:
 def _error_line_tokens(acc: _Acc, a) -> None:
     """ERROR/CRITICAL lines, bare "XError: ..." lines, and (where the engine prints no level) lines that say they
     are errors ("ERROR:    [Errno 98] ..." from uvicorn, "[Errno 28] ..."), outside tracebacks."""
-    from logdoctor.records import SERVICE
+    from logdoctor.core.records import SERVICE
     add = acc.add
     in_blocks = {r.line for b in a.blocks for r in b.records}
     n = 0
@@ -277,7 +277,7 @@ def _event_tokens(acc: _Acc, a) -> None:
                     add(f"death_exit:{int(float(code))}")
                 except (TypeError, ValueError):
                     pass
-            from logdoctor.hints import strip_false
+            from logdoctor.timeline.hints import strip_false
             acc.text("death", strip_false(e.text))
 
 

@@ -30,12 +30,13 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from logdoctor import confidence as cf
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import Model
-from logdoctor.vocab import CAUSE_TITLES, TIER_NAMES
+from logdoctor.core.paths import PACKAGE
+from logdoctor.core.vocab import CAUSE_TITLES, TIER_NAMES
+from logdoctor.verdict import confidence as cf
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "classifier.json"
+DEFAULT_PATH = PACKAGE / "data" / "classifier.json"
 
 
 class Classifier:
@@ -229,7 +230,7 @@ def _human(tok: str) -> str:
 
 
 def _evidence(a) -> list[tuple[int, str]]:
-    from logdoctor.decisive import of
+    from logdoctor.timeline.decisive import of
     ev: list[tuple[int, str]] = []
     for b in sorted(of(a).fatal, key=lambda b: b.first_line)[:2]:
         for s in (b.sections[0], b.sections[-1]) if b.sections else ():

@@ -33,11 +33,11 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import minimize_scalar
 
+from logdoctor.classify.corpus import Case
 from logdoctor.classify.features import FEATURE_VERSION, features
 from logdoctor.classify.model import FORMAT, vectorise
-from logdoctor.corpus import Case
-from logdoctor.records import ReadResult
-from logdoctor.timeline import Timeline
+from logdoctor.core.records import ReadResult
+from logdoctor.timeline.build import Timeline
 
 SEED = 0
 N_BUCKETS = 1 << 18
@@ -92,7 +92,7 @@ class Parsed:
 
 def parse_cases(cases) -> list[Parsed]:
     from logdoctor.scan.sources import read_any
-    from logdoctor.timeline import build
+    from logdoctor.timeline.build import build
     out = []
     for case in sorted(cases, key=lambda c: c.id):
         p = Parsed(case)
@@ -116,7 +116,7 @@ def parse_cases(cases) -> list[Parsed]:
 
 
 def load_examples(dirs) -> list[Example]:
-    from logdoctor.corpus import load_cases
+    from logdoctor.classify.corpus import load_cases
     return [p.example for p in parse_cases(load_cases(dirs)) if p.example is not None]
 
 
@@ -349,6 +349,6 @@ def train(dirs, out: str | Path) -> Fitted:
     fitted = fit(examples)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    from logdoctor.atomic import write_text
+    from logdoctor.core.atomic import write_text
     write_text(out, dumps(fitted.data))
     return fitted

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from logdoctor import rxcache
+from logdoctor.core import rxcache
 from logdoctor.engines.config_types import ConfigDump
 
 _NUM = rxcache.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from logdoctor import rxcache
+from logdoctor.core import rxcache
+from logdoctor.core.records import Record
 from logdoctor.engines import ENGINES as _REGISTRY
-from logdoctor.records import Record
 
 ENGINES = tuple(_REGISTRY)
 _SIGS = {e.name: e.signatures for e in _REGISTRY.values()}

@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from logdoctor.core.records import Record
 from logdoctor.engines.markers import Marker
 from logdoctor.engines.spelling import Side
-from logdoctor.records import Record
 
 
 @dataclass(frozen=True)

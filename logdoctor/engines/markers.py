@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from logdoctor import rxcache
-from logdoctor.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDEX re-exported (timeline, older callers)
+from logdoctor.core import rxcache
+from logdoctor.core.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDEX re-exported (timeline, older callers)
 
 
 @dataclass(frozen=True)

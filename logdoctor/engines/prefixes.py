@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from logdoctor import rxcache
+from logdoctor.core import rxcache
 
 
 @dataclass(slots=True)

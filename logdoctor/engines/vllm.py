@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from logdoctor import rxcache
+from logdoctor.core import rxcache
 from logdoctor.engines.engine import Engine
 from logdoctor.engines.markers import COMMON_DEATHS, Marker
 from logdoctor.engines.spelling import F as _F

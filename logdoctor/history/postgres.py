@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from logdoctor.errors import InputError, MissingExtra
+from logdoctor.core.errors import InputError, MissingExtra
 from logdoctor.history import spool
 from logdoctor.history.store import MIGRATIONS, SCHEMA_VERSION, History, busy_ms, check_columns, default_spec
 

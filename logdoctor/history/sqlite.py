@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from logdoctor.errors import InputError
+from logdoctor.core.errors import InputError
 from logdoctor.history.store import (
     MIGRATIONS,
     SCHEMA_VERSION,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logdoctor.errors import InputError, UsageError
+from logdoctor.core.errors import InputError, UsageError
 
 BUSY_TIMEOUT_MS = 60_000  # $LOGDOCTOR_HISTORY_TIMEOUT (seconds) overrides it
 RECENT_HERE = 50  # the reasoning reads at most this many earlier attempts of a unit on a host

@@ -124,7 +124,7 @@ def write_entry(path: Path, data: bytes, keep: int | None = None) -> None:
     a full disk only costs the next run a rebuild."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        from logdoctor.atomic import write_bytes
+        from logdoctor.core.atomic import write_bytes
         write_bytes(path, data, mode=0o600, private=True)
         if keep:
             kind = path.name.split("-", 1)[0] + "-*" + path.suffix

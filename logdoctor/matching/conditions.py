@@ -7,14 +7,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from logdoctor import decisive, rxcache
-from logdoctor.blocks import Block
+from logdoctor.core import rxcache
+from logdoctor.core.limits import MATCH_CAP
+from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD, Record, kernel_sourced
+from logdoctor.core.vocab import XID_APP, XID_HARDWARE
 from logdoctor.engines import ENGINE_NAMES, each
-from logdoctor.limits import MATCH_CAP
 from logdoctor.matching.prefilter import can_match, for_context
-from logdoctor.records import KERNEL, SERVICE, SYSTEMD, Record, kernel_sourced
-from logdoctor.timeline import PHASE_INDEX, Attempt, Timeline
-from logdoctor.vocab import XID_APP, XID_HARDWARE
+from logdoctor.timeline import decisive
+from logdoctor.timeline.blocks import Block
+from logdoctor.timeline.build import PHASE_INDEX, Attempt, Timeline
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Context:
 
     @classmethod
     def build(cls, tl: Timeline, a: Attempt) -> Context:
-        # the decisive error is computed once per attempt (logdoctor/decisive.py) and read here as-is
+        # the decisive error is computed once per attempt (logdoctor/timeline/decisive.py) and read here as-is
         dec = decisive.of(a)
         fatal = dec.blocks
         # user content is not the engine's word: a request echo (--log-requests) and any engine line quoting a
@@ -134,7 +135,7 @@ def _rx(p, compiled):
         try:
             rx = compiled[key] = rxcache.compile(key)
         except re.error as exc:  # only reachable for a rule that skipped lint: say which pattern
-            from logdoctor.errors import RuleError
+            from logdoctor.core.errors import RuleError
             raise RuleError(f"bad regex {key!r}: {exc}") from None
     return rx
 
@@ -479,7 +480,7 @@ def leaf_attempts(val, ctx, compiled, scope):
     if "failed_min" in val and len(failed) < int(val["failed_min"]):
         return None
     if val.get("configs_differ"):
-        from logdoctor.config import comparable_levers
+        from logdoctor.timeline.config import comparable_levers
         seen = comparable_levers([a.config for a in failed if a.config.known]) or []
         cfgs = {tuple(sorted((k, str(v)) for k, v in lv.items())) for lv in seen}
         if len(cfgs) < 2:
@@ -580,7 +581,7 @@ def _code_mentions(ctx: Context) -> list[tuple[int, str, object]]:
     such as torch's "CUDA initialization: ... Error 802: ..." names the code too); computed once per attempt."""
     got = getattr(ctx, "_code_mentions", None)
     if got is None:
-        from logdoctor import catalogues  # lazy: only rules that ask for a code load a catalogue
+        from logdoctor.matching import catalogues  # lazy: only rules that ask for a code load a catalogue
 
         got, seen = [], set()
         for ln, text in list(ctx.errors) + [(r.line, r.msg) for r in ctx.service]:

@@ -16,7 +16,7 @@ causes are reported as alternatives, and when the answer is "unknown". Every num
    up to MAX_ALTERNATIVES other causes, a rule's at ALTERNATIVE_FACTOR x its confidence x its score share,
    clipped to [ALTERNATIVE_MIN, ALTERNATIVE_MAX]. A healthy attempt is reported with HEALTHY_READY_CONFIDENCE when
    the service said it was ready, else HEALTHY_QUIET_CONFIDENCE.
-5. The atlas (`atlas_verdict`, logdoctor/atlas/): when no rule fired, the decisive error resolved to the engine's
+5. The atlas (`atlas_verdict`, logdoctor/engines/atlas/): when no rule fired, the decisive error resolved to the engine's
    own message names the cause at ATLAS_CONFIDENCE when the concept lexicon places it, ahead of the classifier; a
    message it cannot place keeps the verdict to the classifier (or "unknown") and still gives its phase and source.
 """
@@ -26,12 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from logdoctor.vocab import TIER_NAMES
+from logdoctor.core.vocab import TIER_NAMES
 
 if TYPE_CHECKING:
     from logdoctor.matching.loader import Rule
     from logdoctor.matching.rank import Candidate
-    from logdoctor.timeline import Attempt, Timeline
+    from logdoctor.timeline.build import Attempt, Timeline
 
 
 class Classifier(Protocol):

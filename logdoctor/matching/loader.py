@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from logdoctor.errors import InstallError, RuleError
-from logdoctor.limits import RULE_FILE_CAP, human
+from logdoctor.core.errors import InstallError, RuleError
+from logdoctor.core.limits import RULE_FILE_CAP, human
+from logdoctor.core.paths import PACKAGE
+from logdoctor.core.vocab import CAUSES, OPS, TIER_NAMES
+from logdoctor.core.vocab import PHASES_OR_UNKNOWN as PHASES
 from logdoctor.matching.conditions import LEAVES as _REGISTRY
-from logdoctor.vocab import CAUSES, OPS, TIER_NAMES
-from logdoctor.vocab import PHASES_OR_UNKNOWN as PHASES
 
 LEAVES = tuple(_REGISTRY)
 COMBINATORS = ("all", "any", "none")
@@ -27,7 +28,7 @@ REGEX_LEAVES = tuple(name for name, lf in _REGISTRY.items() if lf.regex)
 def bundled_rules_dir() -> Path:
     """The rule base this installation ships: rules/ at the root of a checkout (an editable install reads the files
     people edit), else the copy the build put into the package (logdoctor/data/rules, see setup.py)."""
-    here = Path(__file__).resolve().parent.parent
+    here = PACKAGE
     checkout = here.parent / "rules"
     if checkout.is_dir() and (here.parent / "pyproject.toml").is_file():
         return checkout
@@ -325,7 +326,7 @@ def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = Tr
 
 def _fixes(data: dict, fail) -> list[Fix]:
     """The rule's fixes; a fix without a lever is left out, an unknown lever or op is a problem."""
-    from logdoctor import levers as lv
+    from logdoctor.engines import levers as lv
     fixes = []
     for f in data.get("fixes", []) or []:
         if not isinstance(f, dict) or "lever" not in f:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 
-from logdoctor.errors import RuleError
+from logdoctor.core.errors import RuleError
+from logdoctor.core.paths import PACKAGE
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_DIR = PACKAGE / "schemas"
 
 
 @lru_cache(maxsize=4)

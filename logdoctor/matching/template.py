@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from logdoctor import rxcache
+from logdoctor.core import rxcache
 
 _FIELD = rxcache.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]{0,63})\}")
 _BRACE = re.compile(r"\{[^{}]{0,80}\}?")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from logdoctor.core.vocab import CAUSE_TITLES
 from logdoctor.matching.conditions import Hit
 from logdoctor.matching.decide import (
     ATLAS_CONFIDENCE,
@@ -22,11 +23,10 @@ from logdoctor.matching.decide import (
 )
 from logdoctor.matching.loader import Rule
 from logdoctor.matching.rank import Candidate
-from logdoctor.vocab import CAUSE_TITLES
 
 if TYPE_CHECKING:
-    from logdoctor.atlas.model import AtlasHit
-    from logdoctor.timeline import Attempt, Timeline
+    from logdoctor.engines.atlas.model import AtlasHit
+    from logdoctor.timeline.build import Attempt, Timeline
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ def decide(
 
 
 def atlas_verdict(tl: Timeline, attempt: Attempt) -> tuple[int, str, AtlasHit] | None:
-    """The atlas tier (5.): the decisive error resolved to the engine's own message (logdoctor/atlas/tier.py)."""
-    from logdoctor.atlas.tier import decisive_hit
+    """The atlas tier (5.): the decisive error resolved to the engine's own message (logdoctor/engines/atlas/tier.py)."""
+    from logdoctor.engines.atlas.tier import decisive_hit
 
     return decisive_hit(attempt, tl.engine if tl.engine != "unknown" else None, tl.engine_version)
 

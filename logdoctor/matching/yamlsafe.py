@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logdoctor.errors import RuleError
+from logdoctor.core.errors import RuleError
 
 MAX_NODES = 5000  # the largest bundled rule has 132 nodes
 MAX_DEPTH = 32  # ... and nests 11 deep

@@ -15,7 +15,7 @@ import sys
 import types
 from pathlib import Path
 
-from logdoctor.errors import UsageError
+from logdoctor.core.errors import UsageError
 from logdoctor.preflight.verdict import LOAD_CAVEAT, Report
 
 

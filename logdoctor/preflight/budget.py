@@ -450,7 +450,7 @@ def vllm(
     pp = max(_int(raw.get("pipeline_parallel_size"), 1), 1)
     total = _torch_total(b, "vllm", gpu_bytes, other_used)
     util = _float(raw.get("gpu_memory_utilization"), None)
-    from logdoctor import levers
+    from logdoctor.engines import levers
 
     if util is None:
         util = _float(levers.default_for("mem_fraction", "vllm", version), 0.9) or 0.9
@@ -497,7 +497,7 @@ def vllm(
         if eager
         else f"capture sizes up to {cap} x {oh.value('vllm', 'cudagraph_per_capture_size') / (1 << 20):.1f} MiB (assumed)",
     )
-    from logdoctor.levers import version_tuple
+    from logdoctor.engines.levers import version_tuple
 
     vt = version_tuple(version)
     profiled = vt is None or vt >= (0, 21, 0, 0)  # CUDA-graph memory is profiled into the budget since 0.21

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from logdoctor.errors import InputError, UsageError
+from logdoctor.core.errors import InputError, UsageError
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -106,7 +106,7 @@ def from_xml(path: str) -> GPUSet:
     """`nvidia-smi -q -x` output. Missing counters (a card without ECC, an older driver) stay None."""
     import xml.etree.ElementTree as ET  # noqa: S405 - a local file the operator names, parsed without entities
 
-    from logdoctor.sources.guard import read_regular
+    from logdoctor.input.sources.guard import read_regular
 
     try:
         data = read_regular(path, 64 << 20, "nvidia-smi XML")  # a FIFO or a device is refused, never waited on

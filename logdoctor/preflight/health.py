@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from logdoctor.errors import InputError
+from logdoctor.core.errors import InputError
 from logdoctor.preflight.gpus import GPU
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+),(.*)")  # older drivers omit "PCI:"
@@ -46,7 +46,7 @@ def read_kernel_log(path: str | None) -> tuple[list[str], str]:
     """The kernel log: a file (--kernel-log), else `journalctl -k` of this host; ([], why) when unavailable."""
     if path:
         try:
-            from logdoctor.sources.guard import read_regular
+            from logdoctor.input.sources.guard import read_regular
 
             return read_regular(path, KERNEL_LOG_CAP, "a kernel log").decode("utf-8", "replace").splitlines(), path
         except InputError as e:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logdoctor.errors import InputError, UsageError
+from logdoctor.core.errors import InputError, UsageError
 
 SUPPORTED = ("sglang", "vllm")
 
@@ -29,7 +29,7 @@ class Launch:
 def from_unit_file(path: str, engine: str | None = None) -> Launch:
     """The command systemd would run: the unit and its drop-ins (`UNIT.d/*.conf`, e.g. the one `fix --write`
     writes), read as `fix` reads them, so a fixed unit is checked with its fix in force."""
-    from logdoctor.unitfile import command_in_force, load_unit
+    from logdoctor.hook.unitfile import command_in_force, load_unit
 
     if not Path(path).exists():
         raise InputError(f"{path}: no such file")
@@ -51,7 +51,7 @@ def from_argv(argv: list[str], engine: str | None = None) -> Launch:
 
 
 def from_text(text: str, engine: str | None = None) -> Launch:
-    from logdoctor import levers
+    from logdoctor.engines import levers
     from logdoctor.engines.config_dump import parse_command_line
 
     c = parse_command_line(text.replace("\\\n", " "), engine)

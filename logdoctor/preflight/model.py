@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logdoctor.errors import InputError
+from logdoctor.core.errors import InputError
 
 DTYPE_BYTES = {
     "float32": 4,
@@ -303,7 +303,7 @@ def load(path: str | Path) -> tuple[ModelSpec, dict]:
     if not cfg_path.exists():
         raise InputError(f"no model config at {cfg_path}")
     try:
-        from logdoctor.sources.guard import read_regular
+        from logdoctor.input.sources.guard import read_regular
 
         cfg = json.loads(read_regular(cfg_path, 64 << 20, "a model config.json").decode("utf-8"))
     except FileNotFoundError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logdoctor.levers import version_tuple
+from logdoctor.engines.levers import version_tuple
 
 GIB = 1 << 30
 

@@ -12,7 +12,7 @@ def to_json(rep: Report) -> str:
 
 
 def to_text(rep: Report) -> str:
-    from logdoctor.remedy import render_fix
+    from logdoctor.verdict.remedy import render_fix
 
     head = rep.verdict.upper() if rep.verdict != "no-go" else "NO-GO"
     out = [

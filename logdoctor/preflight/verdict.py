@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from logdoctor.diagnosis import FixStep
 from logdoctor.preflight.budget import Budget, Finding
 from logdoctor.preflight.health import Sign
+from logdoctor.verdict.diagnosis import FixStep
 
 SCHEMA = "logdoctor.preflight/v1"
 EXIT = {"go": 0, "no-go": 1, "risky": 3}
@@ -98,10 +98,10 @@ def _fixes(
 ) -> tuple[list[FixStep], list[str]]:
     """Each sized target through remedy.plan as a `set` fix: rendered in the engine's flag, vetted against the
     value in force and the values tried on this host (a tried value moves one step further)."""
-    from logdoctor import remedy
-    from logdoctor.config import Config
     from logdoctor.matching.loader import Fix, Rule
-    from logdoctor.timeline import Attempt, Timeline
+    from logdoctor.timeline.build import Attempt, Timeline
+    from logdoctor.timeline.config import Config
+    from logdoctor.verdict import remedy
 
     fixes: list[Fix] = []
     seen: set[str] = set()

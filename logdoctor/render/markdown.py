@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import re
 
-from logdoctor.diagnosis import Diagnosis
-from logdoctor.formats.visible import visible_lines as visible
-from logdoctor.remedy import render_fix
-from logdoctor.vocab import PHASE_WORDS
+from logdoctor.core.vocab import PHASE_WORDS
+from logdoctor.render.visible import visible_lines as visible
+from logdoctor.verdict.diagnosis import Diagnosis
+from logdoctor.verdict.remedy import render_fix
 
 _COMMAND = re.compile(r"^(?:[a-z][\w.-]*(?: [a-z][\w.-]*)? -|.* [|#] )")  # anchored: linear under search too
 

@@ -9,11 +9,11 @@ import os
 import sys
 import textwrap
 
-from logdoctor.diagnosis import Diagnosis
-from logdoctor.evidence import cut
-from logdoctor.formats.visible import visible_lines as visible
-from logdoctor.remedy import render_fix
-from logdoctor.vocab import PHASE_WORDS
+from logdoctor.core.vocab import PHASE_WORDS
+from logdoctor.render.visible import visible_lines as visible
+from logdoctor.verdict.diagnosis import Diagnosis
+from logdoctor.verdict.evidence import cut
+from logdoctor.verdict.remedy import render_fix
 
 MIN_WIDTH, MAX_WIDTH, PIPE_WIDTH = 40, 200, 100
 FIX_COLUMN = 38          # a fix up to this long gets its reason beside it; a longer one gets it on the next line

@@ -3,10 +3,10 @@ between phases (issue 23: "how long did weight loading take" is the first questi
 rank stopped, attempts separated, and the flags in force — as text or JSON."""
 from __future__ import annotations
 
-from logdoctor.diagnosis import version_fields
-from logdoctor.evidence import cut
-from logdoctor.formats.visible import visible_lines as visible
-from logdoctor.timeline import PHASES, PhaseSpan, Timeline
+from logdoctor.render.visible import visible_lines as visible
+from logdoctor.timeline.build import PHASES, PhaseSpan, Timeline
+from logdoctor.verdict.diagnosis import version_fields
+from logdoctor.verdict.evidence import cut
 
 GAP_MIN_S = 1.0          # a pause shorter than this between two phases is the log's own granularity, not a gap
 

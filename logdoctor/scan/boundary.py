@@ -34,8 +34,8 @@ class BoundaryCheck:
         """The line is a config dump / version banner where `attempts.split` would see one."""
         if not _maybe(line):
             return False
-        from logdoctor.attempts import _CONFIG
-        from logdoctor.read import read_lines
+        from logdoctor.input.read import read_lines
+        from logdoctor.timeline.attempts import _CONFIG
         text = line.decode("utf-8", "replace").rstrip("\r")
         rec = read_lines(self.sample + [text]).records[-1]
         return not rec.continuation and _CONFIG.search(rec.msg) is not None

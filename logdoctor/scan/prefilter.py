@@ -54,7 +54,7 @@ def _unanchor(pattern: str) -> str:
 def boundary_patterns() -> list[str]:
     """Attempt boundaries on a raw line: the patterns `attempts.split` cuts on (attempts.STARTS: every engine's config
     dump / version banner, unanchored) and a journal's boot line; derived, never written twice."""
-    from logdoctor.attempts import BOOT, STARTS
+    from logdoctor.timeline.attempts import BOOT, STARTS
     return list(dict.fromkeys(_unanchor(p) for p in STARTS)) + [BOOT + " "]
 
 

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from logdoctor.errors import InputError
-from logdoctor.intake import Damage, chunk_notes, repair_chunk, sniff
-from logdoctor.limits import LINE_CAP
-from logdoctor.read import decode, read_lines
-from logdoctor.records import ReadResult
+from logdoctor.core.errors import InputError
+from logdoctor.core.limits import LINE_CAP
+from logdoctor.core.records import ReadResult
+from logdoctor.input.intake import Damage, chunk_notes, repair_chunk, sniff
+from logdoctor.input.read import decode, read_lines
+from logdoctor.input.stream import EVIDENCE_HEAD, EVIDENCE_RING, HEAD_LINES, Keep
 from logdoctor.scan.prefilter import shared
 from logdoctor.scan.scan import CHUNK, SMALL_SEGMENT, ScanStats, Segment, scan
-from logdoctor.stream import EVIDENCE_HEAD, EVIDENCE_RING, HEAD_LINES, Keep
 
 SCAN_MIN = SMALL_SEGMENT  # a smaller input is read whole (every fixture, pasted logs: unchanged path)
 
@@ -127,7 +127,7 @@ def read_scanned(fh, origin: str, *, prefix: bytes = b"", year: int | None = Non
     """A binary stream (a file, stdin after `prefix` was read from it, a decompressed input) → records, through the
     scan; refuses junk with the same one-line errors as `read.check_bytes`. `damage` carries what the source already
     repaired (a truncated archive)."""
-    from logdoctor.progress import Progress, set_current
+    from logdoctor.core.progress import Progress, set_current
 
     sstats = ScanStats()
     prog = Progress(origin)

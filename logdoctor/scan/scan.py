@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from logdoctor.attempts import BOOT
 from logdoctor.scan.boundary import BoundaryCheck
 from logdoctor.scan.prefilter import Prefilter
+from logdoctor.timeline.attempts import BOOT
 
 CHUNK = 4 << 20
 SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
@@ -421,7 +421,7 @@ class _Repaired:
         self._buf = b""
 
     def _fix(self, data: bytes, final: bool = False) -> bytes:
-        from logdoctor.intake import _CR_BEFORE_LOG, _LONE_CR, _NUL_RUN, _REPLACEMENT
+        from logdoctor.input.intake import _CR_BEFORE_LOG, _LONE_CR, _NUL_RUN, _REPLACEMENT
 
         if self._dec is not None:
             data = self._dec.decode(data, final).lstrip("\ufeff").encode("utf-8", "replace")
@@ -467,7 +467,7 @@ class _Repaired:
 def repaired_stream(stream, head: bytes) -> tuple[Any, bytes, Policy]:
     """(stream, head, policy): the log as scan() should read it. A clean UTF-8 log without NUL bytes or lone CRs in
     its head is passed through untouched (the fast path); otherwise every later read is repaired too."""
-    from logdoctor.intake import detect_encoding
+    from logdoctor.input.intake import detect_encoding
 
     policy = Policy(encoding=detect_encoding(head))
     if policy.encoding == "utf-8-sig":

@@ -11,10 +11,10 @@ import io
 import os
 from collections.abc import Iterable
 
-from logdoctor.errors import InputError, UsageError
-from logdoctor.intake import repair_lines
-from logdoctor.read import check_bytes, read_bytes, read_entries, read_lines
-from logdoctor.records import ReadResult
+from logdoctor.core.errors import InputError, UsageError
+from logdoctor.core.records import ReadResult
+from logdoctor.input.intake import repair_lines
+from logdoctor.input.read import check_bytes, read_bytes, read_entries, read_lines
 
 
 def read_any(source, *, strict: bool = True) -> ReadResult:
@@ -30,7 +30,7 @@ def read_any(source, *, strict: bool = True) -> ReadResult:
         scanned = _scan_file(str(source))
         if scanned is not None:
             return scanned
-        from logdoctor.sources.files import read_source
+        from logdoctor.input.sources.files import read_source
 
         return _read_raw(read_source(source), strict=strict)
     if isinstance(source, str):
@@ -62,12 +62,12 @@ def _read_iterable(source: Iterable, strict: bool) -> ReadResult:
 
 def _scan_file(path: str) -> ReadResult | None:
     """A large regular text file through the scan, else None (the caller reads it whole)."""
-    from logdoctor import stream
+    from logdoctor.input import stream
     from logdoctor.scan.reader import SCAN_MIN, read_scanned
 
     if not stream.wants_stream(path, SCAN_MIN):
         return None
-    from logdoctor.sources.guard import upto
+    from logdoctor.input.sources.guard import upto
 
     with open(path, "rb") as fh:  # a file still being written: read up to its size at open
         return read_scanned(upto(fh), path)
@@ -89,7 +89,7 @@ def read_source_spec(
 def _journal_spec(source, unit, since, boot, lines, journal_files, journal_dir) -> ReadResult:
     if source:
         raise UsageError("give either SOURCE or --unit/--journal-file/--journal-dir, not both")
-    from logdoctor.sources.journal import iter_journal_entries
+    from logdoctor.input.sources.journal import iter_journal_entries
 
     entries = list(
         iter_journal_entries(
@@ -115,8 +115,8 @@ def _read_text_source(source, since, boot, lines) -> ReadResult:
     else:  # a pipe: its first SCAN_MIN bytes decide, as a file's size does
         import sys
 
-        from logdoctor import stream
-        from logdoctor.sources.guard import waiting
+        from logdoctor.input import stream
+        from logdoctor.input.sources.guard import waiting
 
         fh = sys.stdin.buffer
         with waiting("<stdin>", "the input has not ended"):  # `(cat log; sleep 60) |`: say why nothing happens
@@ -124,11 +124,11 @@ def _read_text_source(source, since, boot, lines) -> ReadResult:
         if len(head) >= SCAN_MIN and stream.head_streams(head[:8192]):
             return read_scanned(fh, "<stdin>", prefix=head)
         stdin = _Prefixed(head, fh)
-    from logdoctor.sources.files import read_source
+    from logdoctor.input.sources.files import read_source
 
     raw = read_source(source, stdin=stdin)
     if raw.is_journal_file:
-        from logdoctor.sources.journal import iter_journal_entries
+        from logdoctor.input.sources.journal import iter_journal_entries
 
         return read_entries(iter_journal_entries(files=[raw.origin], since=since, boot=boot, lines=lines), raw.origin)
     res = _read_raw(raw, strict=True)
@@ -166,10 +166,10 @@ def _read_raw(raw, *, strict: bool) -> ReadResult:
     """A file's bytes (sources.files.RawInput): a binary journal file through the journal reader; a large
     decompressed text through the scan; else text read whole."""
     if raw.is_journal_file:
-        from logdoctor.sources.journal import iter_journal_entries
+        from logdoctor.input.sources.journal import iter_journal_entries
 
         return read_entries(iter_journal_entries(files=[raw.origin]), raw.origin)
-    from logdoctor import stream
+    from logdoctor.input import stream
     from logdoctor.scan.reader import SCAN_MIN, read_scanned
 
     if len(raw.data) >= SCAN_MIN and stream.head_streams(raw.data[:8192]):

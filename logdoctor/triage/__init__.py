@@ -37,7 +37,7 @@ def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = No
         ) -> TriageRun:
     import time
 
-    from logdoctor.errors import UsageError
+    from logdoctor.core.errors import UsageError
     from logdoctor.triage import runner
     from logdoctor.triage.inputs import expand
     if isinstance(paths, (str, os.PathLike)):

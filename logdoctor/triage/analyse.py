@@ -1,6 +1,6 @@
 """One segment (or one journal's entries) → rows, one per attempt, through the same pipeline as `explain`.
 
-The rows come from `logdoctor.api.diagnose_timeline` per attempt (each attempt diagnosed as the most recent one of
+The rows come from `logdoctor.verdict.api.diagnose_timeline` per attempt (each attempt diagnosed as the most recent one of
 the window up to it, so the fix planner still sees what earlier attempts tried); nothing here re-decides a cause.
 A journal (or a text journal of several services) is split by unit first, then by attempt.
 """
@@ -13,11 +13,11 @@ from collections import Counter
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from logdoctor.attempts import outcome as attempt_outcome
+from logdoctor.core.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, kernel_sourced
+from logdoctor.core.vocab import XID_APP
 from logdoctor.engines import each
-from logdoctor.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, kernel_sourced
+from logdoctor.timeline.attempts import outcome as attempt_outcome
 from logdoctor.triage.signatures import engine_frames, mask, signature
-from logdoctor.vocab import XID_APP
 
 COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "attempt", "start_time", "year_source",
            "phase", "outcome", "status", "cause", "confidence", "rule", "rank", "first_fix", "signature",
@@ -43,7 +43,7 @@ def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0, 
     Attempts that start before input line `min_start` (earlier attempts given as context) get no row.
     `healthy_only`: return None, before any diagnosis, as soon as an attempt of these lines fails (the caller
     reads that segment again in full)."""
-    from logdoctor.read import read_lines
+    from logdoctor.input.read import read_lines
     if not lines:
         return []
     numbers = [n for n, _ in lines]
@@ -57,15 +57,15 @@ def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0, 
 
 
 def analyse_entries(entries, meta: dict) -> list[dict]:
-    from logdoctor.read import read_entries
+    from logdoctor.input.read import read_entries
     res = read_entries(entries, meta["source"])
     return analyse_records(res.records, res.stats.read, meta) or []
 
 
 def analyse_records(records: list[Record], nread: int, meta: dict, min_start: int = 0, healthy_only: bool = False
                     ) -> list[dict] | None:
-    from logdoctor.api import diagnose_timeline
-    from logdoctor.timeline import Timeline, build
+    from logdoctor.timeline.build import Timeline, build
+    from logdoctor.verdict.api import diagnose_timeline
     rules, classifier = _pipeline()
     rows = []
     for unit, recs in split_units(records):
@@ -215,7 +215,7 @@ def _config_id(d, a) -> str | None:
 
 
 def _fatal(b) -> bool:
-    from logdoctor.timeline import is_fatal_block
+    from logdoctor.timeline.build import is_fatal_block
     return is_fatal_block(b)
 
 

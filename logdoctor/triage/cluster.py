@@ -34,7 +34,7 @@ class Cluster:
 
 def connect(spec: str, *, timeout: float = CONNECT_TIMEOUT_S) -> Cluster:
     """`local`, `local:N` (N worker processes) or a scheduler address (tcp://host:8786, host:8786)."""
-    from logdoctor.errors import UsageError
+    from logdoctor.core.errors import UsageError
 
     try:
         import distributed

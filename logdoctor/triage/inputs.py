@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor import limits
-from logdoctor.errors import InputError
-from logdoctor.sources import tarstream
-from logdoctor.sources.archive import Budget, Opened, open_layers
-from logdoctor.sources.files import JOURNAL_MAGIC
+from logdoctor.core import limits
+from logdoctor.core.errors import InputError
+from logdoctor.input.sources import tarstream
+from logdoctor.input.sources.archive import Budget, Opened, open_layers
+from logdoctor.input.sources.files import JOURNAL_MAGIC
 
 SKIP_DIRS = {".git", "__pycache__", ".venv"}
 

@@ -136,13 +136,13 @@ def to_parquet(df, path) -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        from logdoctor.errors import UsageError
+        from logdoctor.core.errors import UsageError
         raise UsageError("--format parquet needs pyarrow: pip install 'logdoctor[parquet]'") from None
     d = df.copy()
     d.attrs = {}
     import io
 
-    from logdoctor.atomic import write_bytes
+    from logdoctor.core.atomic import write_bytes
     buf = io.BytesIO()
     d.to_parquet(buf, index=False)
     write_bytes(path, buf.getvalue())   # atomically, like every file logdoctor writes
@@ -425,7 +425,7 @@ _PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
 
 
 def cause_colours() -> dict[str, str]:
-    from logdoctor.vocab import CAUSES
+    from logdoctor.core.vocab import CAUSES
     names = [*CAUSES, "unknown", "other"]
     return {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(names)}
 

@@ -15,10 +15,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from logdoctor import limits
+from logdoctor.core import limits
+from logdoctor.input.sources.archive import Budget
 from logdoctor.scan.prefilter import shared as prefilter
 from logdoctor.scan.scan import ScanStats, repaired_stream, scan
-from logdoctor.sources.archive import Budget
 from logdoctor.triage.analyse import analyse_entries, analyse_lines
 from logdoctor.triage.inputs import NOT_LOG_SUFFIXES, InputSpec, LogStream, Skipped, Unreadable, open_logs
 
@@ -153,7 +153,7 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     head = _head(spec, log, out)
     if head is None:
         return
-    from logdoctor.formats.journal_export import looks_like_export
+    from logdoctor.input.formats.journal_export import looks_like_export
     if looks_like_export(head):
         _export(spec, log, head, out, meta)
         return
@@ -277,8 +277,8 @@ def _bad_data(log: LogStream, exc: BaseException) -> str:
 
 def _binary(head: bytes, more: bool) -> str | None:
     """explain's refusal (intake.sniff) on the same sample: binary junk only; NUL bytes and UTF-16 are repaired."""
-    from logdoctor.errors import InputError
-    from logdoctor.intake import sniff
+    from logdoctor.core.errors import InputError
+    from logdoctor.input.intake import sniff
     try:
         sniff(head, "", partial=more)
     except InputError as exc:
@@ -288,7 +288,7 @@ def _binary(head: bytes, more: bool) -> str | None:
 
 def _export(spec, log, head, out, meta) -> None:
     """journalctl -o export text: entries span lines, so it is read whole (bounded by the source's limit)."""
-    from logdoctor.read import read_bytes
+    from logdoctor.input.read import read_bytes
     from logdoctor.triage.analyse import analyse_records
     data = head + log.stream.read()
     res = read_bytes(data, spec.path)
@@ -302,8 +302,8 @@ def _export(spec, log, head, out, meta) -> None:
 
 
 def _journal(spec: InputSpec, out: TaskResult, year) -> None:
-    from logdoctor.errors import LogdoctorError
-    from logdoctor.sources.journal import iter_journal_entries
+    from logdoctor.core.errors import LogdoctorError
+    from logdoctor.input.sources.journal import iter_journal_entries
     meta = {"source": spec.path, "member": None, "year": None, "year_source": "log", "mtime": None}
     try:
         entries = list(iter_journal_entries(files=list(spec.files)))
@@ -318,8 +318,8 @@ def _journal_stream(spec, log: LogStream, out: TaskResult, meta) -> None:
     """A .journal inside a tar (or compressed): the journal reader needs a file, so it goes to a temporary one."""
     import tempfile
 
-    from logdoctor.errors import LogdoctorError
-    from logdoctor.sources.journal import iter_journal_entries
+    from logdoctor.core.errors import LogdoctorError
+    from logdoctor.input.sources.journal import iter_journal_entries
     with tempfile.TemporaryDirectory(prefix="logdoctor-triage-") as tmp:
         path = os.path.join(tmp, "member.journal")
         size = 0
@@ -415,7 +415,7 @@ def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None)
     try:
         from distributed import Client, as_completed
     except ImportError:
-        from logdoctor.errors import UsageError
+        from logdoctor.core.errors import UsageError
         raise UsageError("--scheduler needs Dask: pip install 'logdoctor[dask]'") from None
     own = not hasattr(scheduler, "submit")
     client = Client(scheduler, set_as_default=False) if own else scheduler

@@ -102,7 +102,7 @@ class Baseline:
 
 
 def load_baseline(path: str) -> Baseline:
-    from logdoctor.errors import InputError
+    from logdoctor.core.errors import InputError
 
     try:
         with open(path, encoding="utf-8") as fh:

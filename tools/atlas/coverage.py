@@ -17,12 +17,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from logdoctor.atlas import load, lookup
-from logdoctor.atlas.tier import decisive_lines
-from logdoctor.attempts import verdict_attempt
-from logdoctor.records import SERVICE
+from logdoctor.core.records import SERVICE
+from logdoctor.engines.atlas import load, lookup
+from logdoctor.engines.atlas.tier import decisive_lines
 from logdoctor.scan.sources import read_any
-from logdoctor.timeline import build
+from logdoctor.timeline.attempts import verdict_attempt
+from logdoctor.timeline.build import build
 
 _EXC = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit): ")
 # traceback plumbing that engines log line by line at ERROR level (vLLM): frames, source lines, chain headers

@@ -1,0 +1,2 @@
+"""Input: bytes from files, pipes, archive members and journals, under one decompression and input policy,
+read into Records (outer formats peeled, damage counted)."""
