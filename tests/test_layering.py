@@ -46,7 +46,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
         "engines.atlas",
     ),
     ("matching", "classify", "hook.unitfile", "scan"),
-    ("verdict.remedy", "verdict.api", "verdict.crossattempt", "classify.calibration"),
+    ("verdict.remedy", "verdict.api", "verdict.crossattempt", "verdict.signature", "classify.calibration"),
     ("render", "classify.evaluation", "hook.notify", "hook.watching", "triage", "preflight"),
     ("cli.run", "cli.about"),
     ("cli.app", "cli.commands", "cli.entry", "__init__", "__main__"),

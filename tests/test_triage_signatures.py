@@ -21,7 +21,7 @@ import logdoctor  # noqa: E402
 from logdoctor.scan import scan as scan_mod
 from logdoctor.scan.prefilter import Prefilter  # noqa: E402
 from logdoctor.triage import analyse  # noqa: E402
-from logdoctor.triage.signatures import mask  # noqa: E402
+from logdoctor.verdict.signature import mask  # noqa: E402
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "journals"
 CASES = sorted(p.parent.name for p in FIX.glob("*/journal.log"))

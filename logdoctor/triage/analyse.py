@@ -17,7 +17,8 @@ from logdoctor.core.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, 
 from logdoctor.core.vocab import XID_APP
 from logdoctor.engines import each
 from logdoctor.timeline.attempts import outcome as attempt_outcome
-from logdoctor.triage.signatures import engine_frames, mask, signature
+from logdoctor.verdict import signature as failure
+from logdoctor.verdict.signature import signature
 
 COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "attempt", "start_time", "year_source",
            "phase", "outcome", "status", "cause", "confidence", "rule", "rank", "first_fix", "signature",
@@ -168,20 +169,9 @@ def _naive_local(ts: datetime | None) -> datetime | None:
 
 
 def _error_template(d, a) -> tuple[str, list]:
-    """The masked error line and engine frames a failure's signature is built from, so that the same fault on
-    other hosts clusters: the first fatal block's root exception, else the first evidence line, else the death."""
-    fatal = sorted((b for b in a.blocks if _fatal(b)), key=lambda b: b.first_line)
-    blk = fatal[0] if fatal else None
-    inner = ""
-    if blk is not None and blk.root is not None:
-        s = blk.root
-        inner = (f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg).split("\n")[0]
-    if not inner and d.evidence:
-        inner = d.evidence[0].text
-    if not inner:
-        death = next((e for e in a.events if e.kind == "death"), None)
-        inner = death.text if death else ""
-    return mask(inner), engine_frames(blk)
+    """The masked error line and engine frames a failure's signature is built from (verdict.signature), so that the
+    same fault on other hosts clusters."""
+    return failure.template(a, d.evidence[0].text if d.evidence else None)
 
 
 def _first_fix(d) -> str:

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD
 from logdoctor.history import AttemptRow
 from logdoctor.timeline.attempts import outcome as attempt_outcome
-from logdoctor.timeline.build import PHASE_INDEX, Attempt, Timeline, is_fatal_block
+from logdoctor.timeline.build import PHASE_INDEX, Attempt, Timeline
 from logdoctor.verdict import confidence as cf
+from logdoctor.verdict import signature as failure
 from logdoctor.verdict.diagnosis import Amendment, Diagnosis
 
 # causes that depend on things outside the host's GPUs: sequences of these never point at the hardware
@@ -70,7 +71,6 @@ def _unit_in_text(text: str):
             if m:
                 return m
     return None
-_NORM = (re.compile(r"0x[0-9a-fA-F]+"), re.compile(r"\d+(?:\.\d+)?"), re.compile(r"(?:/[\w.\-]+)+"))
 
 
 @dataclass
@@ -166,20 +166,9 @@ def attempt_key(host: str, unit: str, a: Attempt) -> str:
 
 
 def signature(a: Attempt) -> str | None:
-    """A short hash of the decisive error with numbers, addresses and paths taken out (same error → same hash)."""
-    text = ""
-    for b in sorted((b for b in a.blocks if is_fatal_block(b)), key=lambda b: b.first_line):
-        fin = b.final
-        if fin is not None:
-            text = f"{fin.exc_type or ''}: {(fin.exc_msg or '').splitlines()[0] if fin.exc_msg else ''}"
-            break
-    if not text:
-        text = next((e.text for e in a.events if e.kind == "death" and e.text), "")
-    if not text:
-        return None
-    for rx in _NORM:
-        text = rx.sub("#", text)
-    return _sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+    """A short hash of the decisive error with numbers, addresses and paths taken out (same error → same hash);
+    `verdict.signature` defines "the same failure" for the history and triage alike."""
+    return failure.history_key(a)
 
 
 def _config(a: Attempt) -> dict:
