@@ -9,7 +9,7 @@ import sys
 
 import click
 
-FORMATS = ("table", "csv", "json", "parquet", "html", "markdown")
+from logdoctor.render.triage import FORMATS
 
 
 def _when(value: str | None):
@@ -25,7 +25,7 @@ def _when(value: str | None):
 
 @click.command("triage")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(tuple(FORMATS)), default="table", show_default=True)
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="write the report here (needed for parquet/html)")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), help="local worker processes (default: all cores)")
 @click.option("--scheduler", help="run on Dask: a scheduler ADDRESS (tcp://host:8786, reached within 10 s), or "
@@ -74,10 +74,11 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
     from logdoctor.core import extras
     from logdoctor.core.errors import UsageError
     extras.require("triage", "triage")
-    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
-        raise UsageError("--format parquet needs pyarrow: pip install 'logdoctor[parquet]'")
-    from logdoctor.triage import apply_filters, report, run
-    if fmt in ("parquet", "html") and not out:
+    form = FORMATS[fmt]
+    if form.module and importlib.util.find_spec(form.module) is None:
+        raise UsageError(f"--format {fmt} needs {form.module}: pip install 'logdoctor[{form.extra}]'")
+    from logdoctor.triage import apply_filters, run
+    if form.needs_out and not out:
         raise UsageError(f"--format {fmt} needs --out FILE")
     s, u = _when(since), _when(until)
     from logdoctor.triage import views
@@ -95,25 +96,11 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
     df.attrs["inputs"] = res.inputs
     if base is not None:
         df.attrs["baseline"] = base
-    if fmt == "parquet":
-        report.to_parquet(df, out)
-    elif fmt == "table":
-        from logdoctor.render.text import width
-        _write(report.terminal(df, res, width=width() if not out else 110), out)
-    elif fmt == "csv":
-        import io
-        buf = io.StringIO()
-        report.to_csv(df, buf)
-        _write(buf.getvalue(), out)
-    elif fmt == "json":
-        import io
-        buf = io.StringIO()
-        report.to_json(df, buf)
-        _write(buf.getvalue() + "\n", out)
-    elif fmt == "markdown":
-        _write(report.markdown(df), out)
-    else:
-        _write(report.html_report(df), out)
+    from logdoctor.render.text import width
+
+    text = form.render(df, res, width() if not out else 110, out)
+    if text is not None:
+        _write(text, out)
     if out:
         from logdoctor.render.visible import visible
         click.echo(visible(f"logdoctor: wrote {out}"), err=True)
