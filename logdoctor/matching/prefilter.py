@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 _WORD = re.compile(r"\w{3,}")
 
@@ -139,14 +140,9 @@ class Present:
         todo = vocabulary - self.found - self.absent
         if not todo:
             return
-        try:
-            import ahocorasick
-        except ImportError:
+        A = _automaton(frozenset(todo))
+        if A is None:
             return
-        A = ahocorasick.Automaton()
-        for w in todo:
-            A.add_word(w, w)
-        A.make_automaton()
         hit: set[str] = set()
         for chunk in self._chunks():
             hit.update(w for _end, w in A.iter(chunk.lower()))
@@ -162,6 +158,33 @@ class Present:
             self._text = "\n".join(c.lower() for c in self._chunks())
         (self.found if w in self._text else self.absent).add(w)
         return w in self.found
+
+
+_AUTOMATA: dict[frozenset[str], Any] = {}
+
+
+def _automaton(words: frozenset[str]) -> Any:
+    """The Aho-Corasick automaton of `words`, built once per word set (every attempt of a run primes the same
+    vocabulary: building it again cost ~3 ms an attempt); None without pyahocorasick."""
+    got = _AUTOMATA.get(words)
+    if got is None:
+        try:
+            import ahocorasick
+        except ImportError:
+            return None
+        got = ahocorasick.Automaton()
+        for w in words:
+            got.add_word(w, w)
+        got.make_automaton()
+        if len(_AUTOMATA) > 8:
+            _AUTOMATA.clear()
+        _AUTOMATA[words] = got
+    return got
+
+
+def warm(rules) -> None:
+    """Build the vocabulary of `rules` and its automaton now (before a pool of workers forks, say)."""
+    _automaton(frozenset(vocabulary(rules)))
 
 
 def can_match(val, present: Present) -> bool:

@@ -405,9 +405,27 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
 
 
 def _warm() -> None:
+    """What every task needs, loaded before the workers fork (they share it) rather than once in each: the rules,
+    the classifier, the prefilter, and the modules a task imports lazily (numpy for the scanner's newline counts,
+    the reader, the timeline, the diagnosis, pyparsing for vLLM's config line)."""
+    import importlib
+
+    from logdoctor.matching import prefilter as rule_prefilter
     from logdoctor.triage.analyse import _pipeline
-    _pipeline()
+    rules, _ = _pipeline()
     prefilter()
+    rule_prefilter.warm(rules)
+    for name in _TASK_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:     # an optional extra that is missing: the task that needs it says so itself
+            pass
+
+
+_TASK_MODULES = ("numpy", "logdoctor.read", "logdoctor.timeline", "logdoctor.api", "logdoctor.engines.config_dump",
+                 "logdoctor.engines.config_fast", "logdoctor.evidence", "logdoctor.catalogues.resolve",
+                 "logdoctor.matching.template", "logdoctor.formats.journal_export", "logdoctor.intake",
+                 "logdoctor.scan.sources")
 
 
 def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None) -> list[TaskResult]:
