@@ -418,13 +418,14 @@ def _warm() -> None:
     for name in _TASK_MODULES:
         try:
             importlib.import_module(name)
-        except ImportError:     # an optional extra that is missing: the task that needs it says so itself
-            pass
+        except ImportError:  # an optional extra that is missing: the task that needs it says so itself
+            if name.startswith("logdoctor."):
+                raise   # our own module: a stale name here would silently cost every worker the import again
 
 
-_TASK_MODULES = ("numpy", "logdoctor.read", "logdoctor.timeline", "logdoctor.api", "logdoctor.engines.config_dump",
-                 "logdoctor.engines.config_fast", "logdoctor.evidence", "logdoctor.catalogues.resolve",
-                 "logdoctor.matching.template", "logdoctor.formats.journal_export", "logdoctor.intake",
+_TASK_MODULES = ("numpy", "logdoctor.input.read", "logdoctor.timeline.build", "logdoctor.verdict.api", "logdoctor.engines.config_dump",
+                 "logdoctor.engines.config_fast", "logdoctor.verdict.evidence", "logdoctor.matching.catalogues.resolve",
+                 "logdoctor.matching.template", "logdoctor.input.formats.journal_export", "logdoctor.input.intake",
                  "logdoctor.scan.sources")
 
 
