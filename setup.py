@@ -4,6 +4,7 @@ logdoctor/data/docs, read by `logdoctor docs`) and the labelled fixtures the rul
 (fixtures/journals -> logdoctor/data/fixtures/journals, read by `logdoctor rules test`). The man pages in man/
 (generated from the click commands by tools/make_man.py, checked by tests/test_docs_cmd.py) go to share/man/man1.
 Everything else is declared in pyproject.toml. An editable install (`pip install -e .`) reads the checkout."""
+
 from __future__ import annotations
 
 import shutil
@@ -49,5 +50,7 @@ def _copy(files: list[Path], src: Path, dst: Path) -> None:
         shutil.copyfile(path, out)
 
 
-setup(cmdclass={"build_py": BuildPyWithRules},
-      data_files=[("share/man/man1", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "man").glob("*.1")))])
+setup(
+    cmdclass={"build_py": BuildPyWithRules},
+    data_files=[("share/man/man1", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "man").glob("*.1")))],
+)

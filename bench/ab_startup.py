@@ -7,6 +7,7 @@ Interleaves, per round, `python -c pass`, then each tree's `python -m logdoctor 
 tree's package), a shared warmed rule cache and a scratch history file. Prints the median and min of each and the
 ratio of medians to `python -c pass`. A benchmark, not a test: the numbers move with the machine's load.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ def main(argv: list[str]) -> None:
     other = Path(argv[0]).resolve()
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 12
     if not LOG.exists():
-        subprocess.run([sys.executable, str(ROOT / "bench" / "make_inputs.py"), str(LOG.parent), "--only",
-                        "log140.log"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "make_inputs.py"), str(LOG.parent), "--only", "log140.log"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     tmp = Path(tempfile.mkdtemp(prefix="ab-startup-"))
     env = dict(os.environ, LOGDOCTOR_CACHE_DIR=str(tmp / "cache"), LOGDOCTOR_HISTORY=str(tmp / "history.db"))
     py = sys.executable
@@ -44,7 +48,7 @@ def main(argv: list[str]) -> None:
         subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return (time.perf_counter() - t) * 1e3
 
-    for cmd, cwd in cmds.values():     # warm the caches and the page cache
+    for cmd, cwd in cmds.values():  # warm the caches and the page cache
         once(cmd, cwd)
     times: dict[str, list[float]] = {k: [] for k in cmds}
     for _ in range(runs):

@@ -17,6 +17,7 @@ Inputs come from bench/make_inputs.py (generated into bench/.inputs, not committ
 (`compileall`), since a pip-installed package has it and this environment may set PYTHONDONTWRITEBYTECODE.
 Benchmarks are not tests: nothing here asserts a time.
 """
+
 from __future__ import annotations
 
 import os
@@ -84,32 +85,48 @@ def main(argv: list[str]) -> None:
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 10
     large = int(argv[argv.index("--large-runs") + 1]) if "--large-runs" in argv else 1
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else ["startup", "multi", "dense", "big"]
-    need = {"startup": ["log140.log"], "multi": ["multi-20000.log"], "dense": ["tb-10000.log", "tb-20000.log"],
-            "big": ["big-100mb.log", "big-200mb.log"]}
+    need = {
+        "startup": ["log140.log"],
+        "multi": ["multi-20000.log"],
+        "dense": ["tb-10000.log", "tb-20000.log"],
+        "big": ["big-100mb.log", "big-200mb.log"],
+    }
     names = [n for k in only for n in need[k]]
-    subprocess.run([PY, str(ROOT / "bench" / "make_inputs.py"), str(INPUTS), "--only", *names], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [PY, str(ROOT / "bench" / "make_inputs.py"), str(INPUTS), "--only", *names],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "logdoctor")], check=False, stdout=subprocess.DEVNULL)
-    run_once([PY, "-m", "logdoctor", "explain", str(INPUTS / names[0])])   # warm the rule cache and the page cache
+    run_once([PY, "-m", "logdoctor", "explain", str(INPUTS / names[0])])  # warm the rule cache and the page cache
     base = [PY, "-c", "pass"]
-    lines = [f"machine: {platform.node()} · {os.cpu_count()} CPUs · {platform.processor() or platform.machine()} · "
-             f"Python {platform.python_version()} · {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-             f"command: python bench/bench_explain.py {' '.join(argv)}".rstrip(), "",
-             "| measurement | median (min–max) | ratio to `python -c pass` (pairwise median, min–max) |",
-             "|---|---|---|"]
+    lines = [
+        f"machine: {platform.node()} · {os.cpu_count()} CPUs · {platform.processor() or platform.machine()} · "
+        f"Python {platform.python_version()} · {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"command: python bench/bench_explain.py {' '.join(argv)}".rstrip(),
+        "",
+        "| measurement | median (min–max) | ratio to `python -c pass` (pairwise median, min–max) |",
+        "|---|---|---|",
+    ]
     if "startup" in only:
         r = interleaved(base, [PY, "-m", "logdoctor", "explain", str(INPUTS / "log140.log")], runs)
         lines.append(f"| `python -c pass` ({runs} runs) | {fmt_ms(r['a'])} | 1 |")
-        lines.append(f"| explain, 140-line SGLang log ({runs} runs, interleaved) | {fmt_ms(r['b'])} | "
-                     f"**{r['ratio']:.2f}×** ({r['ratio_min']:.2f}–{r['ratio_max']:.2f}) |")
+        lines.append(
+            f"| explain, 140-line SGLang log ({runs} runs, interleaved) | {fmt_ms(r['b'])} | "
+            f"**{r['ratio']:.2f}×** ({r['ratio_min']:.2f}–{r['ratio_max']:.2f}) |"
+        )
         r = interleaved(base, [PY, "-m", "logdoctor", "explain", "--no-history", str(INPUTS / "log140.log")], runs)
-        lines.append(f"| explain --no-history, same log ({runs} runs, interleaved) | {fmt_ms(r['b'])} | "
-                     f"{r['ratio']:.2f}× ({r['ratio_min']:.2f}–{r['ratio_max']:.2f}) |")
+        lines.append(
+            f"| explain --no-history, same log ({runs} runs, interleaved) | {fmt_ms(r['b'])} | "
+            f"{r['ratio']:.2f}× ({r['ratio_min']:.2f}–{r['ratio_max']:.2f}) |"
+        )
     if "multi" in only:
         n = max(3, runs // 3)
         r = interleaved(base, [PY, "-m", "logdoctor", "explain", str(INPUTS / "multi-20000.log")], n)
-        lines.append(f"| explain, 20 000-line multi-attempt journal ({n} runs, interleaved) | {fmt_ms(r['b'])} | "
-                     f"{r['ratio']:.1f}× ({r['ratio_min']:.1f}–{r['ratio_max']:.1f}) |")
+        lines.append(
+            f"| explain, 20 000-line multi-attempt journal ({n} runs, interleaved) | {fmt_ms(r['b'])} | "
+            f"{r['ratio']:.1f}× ({r['ratio_min']:.1f}–{r['ratio_max']:.1f}) |"
+        )
     for key, label in (("dense", "traceback-dense log"), ("big", "serving log ending in a KV-pool failure")):
         if key not in only:
             continue

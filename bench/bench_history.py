@@ -6,6 +6,7 @@ concurrent deploy hooks write). Run: python bench/bench_history.py [LOG] [-n RUN
 200 others, 5% of them ready), bulk-inserted at the schema of the logdoctor found first on sys.path (run it from a
 checkout: `cd CHECKOUT && python bench/bench_history.py --rows 500000`), then `explain --history` and `history
 --format json` timed with /usr/bin/time (wall seconds, max RSS), each the median of -n runs."""
+
 from __future__ import annotations
 
 import argparse
@@ -49,6 +50,7 @@ def main() -> None:
         print(f"{k:24s} {v * 1000:7.1f} ms   ratio to --no-history {v / base:5.2f}")
 
     from logdoctor.history import AttemptRow, History
+
     with History(os.path.join(tmp, "raw.db")) as h:
         n = 2000
         t = time.perf_counter()
@@ -58,8 +60,10 @@ def main() -> None:
         t = time.perf_counter()
         rows = h.query(host="ct100", unit="u.service")
         dq = time.perf_counter() - t
-    print(f"History.record: {n / dt:8.0f} attempts/s (one transaction each);  query of {len(rows)} rows: "
-          f"{dq * 1000:.1f} ms")
+    print(
+        f"History.record: {n / dt:8.0f} attempts/s (one transaction each);  query of {len(rows)} rows: "
+        f"{dq * 1000:.1f} ms"
+    )
 
 
 def big_history(log: str, n_rows: int, runs: int) -> None:
@@ -80,10 +84,20 @@ def big_history(log: str, n_rows: int, runs: int) -> None:
             con.execute(stmt)
     con.execute(f"PRAGMA user_version = {len(hmod.MIGRATIONS)}")
     t0 = time.time() - n_rows
-    rows = ((f"{i:032x}", "h200-qwen-03" if i % 2 else f"host-{i % 200}", "sglang-qwen.service",
-             f"2026-01-01T00:00:{i % 60:02d}.{i:06d}", json.dumps({"mem_fraction": 0.8, "i": i}), "memory_pool",
-             "ready" if i % 20 == 0 else "failed", None if i % 20 == 0 else "kv_cache_oom", t0 + i)
-            for i in range(n_rows))
+    rows = (
+        (
+            f"{i:032x}",
+            "h200-qwen-03" if i % 2 else f"host-{i % 200}",
+            "sglang-qwen.service",
+            f"2026-01-01T00:00:{i % 60:02d}.{i:06d}",
+            json.dumps({"mem_fraction": 0.8, "i": i}),
+            "memory_pool",
+            "ready" if i % 20 == 0 else "failed",
+            None if i % 20 == 0 else "kv_cache_oom",
+            t0 + i,
+        )
+        for i in range(n_rows)
+    )
     con.executemany(
         "INSERT INTO attempts (key, host, unit, started, config, phase, outcome, cause, recorded)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -97,19 +111,30 @@ def big_history(log: str, n_rows: int, runs: int) -> None:
         "history --format json": ["history", "--history", db, "--format", "json"],
     }
     # the first explain may migrate the file (once); it is not counted
-    subprocess.run([sys.executable, "-m", "logdoctor", *cmds["explain --history"]], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, cwd=os.getcwd())
+    subprocess.run(
+        [sys.executable, "-m", "logdoctor", *cmds["explain --history"]],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=os.getcwd(),
+    )
     for name, args in cmds.items():
         got = []
         for _ in range(runs):
-            p = subprocess.run(["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "logdoctor", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
+            p = subprocess.run(
+                ["/usr/bin/time", "-f", "%e %M", sys.executable, "-m", "logdoctor", *args],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=os.getcwd(),
+            )
             wall, rss = p.stderr.strip().splitlines()[-1].split()
             if p.returncode not in (0, 1, 3):
                 print(f"{name}: exit {p.returncode}: {p.stderr.strip().splitlines()[0]}")
             got.append((float(wall), int(rss) / 1024))
-        print(f"{name:24s} {statistics.median(w for w, _ in got):6.2f} s   max RSS "
-              f"{max(r for _, r in got):7.0f} MB   (median of {runs})")
+        print(
+            f"{name:24s} {statistics.median(w for w, _ in got):6.2f} s   max RSS "
+            f"{max(r for _, r in got):7.0f} MB   (median of {runs})"
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ and, for scale, (c) compiling every rule regex as explain did before the prefilt
 
     python bench/bench_prefilter.py [LOG ...]      (default: bench/.inputs/log140.log and a 10 MB serving log)
 """
+
 from __future__ import annotations
 
 import re
@@ -30,8 +31,10 @@ def timed(fn, runs: int) -> list[float]:
 
 
 def main(argv: list[str]) -> None:
-    logs = [Path(a) for a in argv] or [ROOT / "bench" / ".inputs" / "log140.log",
-                                       ROOT / "bench" / ".inputs" / "big-10mb.log"]
+    logs = [Path(a) for a in argv] or [
+        ROOT / "bench" / ".inputs" / "log140.log",
+        ROOT / "bench" / ".inputs" / "big-10mb.log",
+    ]
     rules = load_rules(())
     pats = sorted(prefilter.patterns(rules))
     vocab = prefilter.vocabulary(rules)

@@ -14,6 +14,7 @@ tracebacks) with varying numbers, so the reader cannot shortcut on repeated iden
   paren-a.log           90 lines, one of them "(" + "a_" x 30 + "!" (the exponential prefix case)
   enginecore.log        a realistic "(EngineCore_DP0_pid_95201_worker_proc_local_rank_0_..." line in a log
 """
+
 from __future__ import annotations
 
 import random
@@ -39,24 +40,37 @@ def _serving_line(rng: random.Random, sec: int) -> str:
     k = rng.random()
     pre = f"{j} {HOST} python3[{PID}]: [{e} TP0] "
     if k < 0.45:
-        return (pre + f"Decode batch. #running-req: {rng.randint(1, 64)}, #token: {rng.randint(100, 90000)}, token usage:"
-                f" {rng.random():.2f}, cuda graph: True, gen throughput (token/s): {rng.uniform(200, 4000):.2f}, #queue-req: 0, ")
+        return (
+            pre + f"Decode batch. #running-req: {rng.randint(1, 64)}, #token: {rng.randint(100, 90000)}, token usage:"
+            f" {rng.random():.2f}, cuda graph: True, gen throughput (token/s): {rng.uniform(200, 4000):.2f}, #queue-req: 0, "
+        )
     if k < 0.75:
-        return (pre + f"Prefill batch. #new-seq: {rng.randint(1, 8)}, #new-token: {rng.randint(10, 8000)}, #cached-token:"
-                f" {rng.randint(0, 4000)}, token usage: {rng.random():.2f}, #running-req: {rng.randint(0, 64)}, #queue-req: 0, ")
-    return (f"{j} {HOST} python3[{PID}]: [{e}] INFO:     10.25.{rng.randint(0, 255)}.{rng.randint(1, 254)}:"
-            f"{rng.randint(30000, 60000)} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK")
+        return (
+            pre + f"Prefill batch. #new-seq: {rng.randint(1, 8)}, #new-token: {rng.randint(10, 8000)}, #cached-token:"
+            f" {rng.randint(0, 4000)}, token usage: {rng.random():.2f}, #running-req: {rng.randint(0, 64)}, #queue-req: 0, "
+        )
+    return (
+        f"{j} {HOST} python3[{PID}]: [{e}] INFO:     10.25.{rng.randint(0, 255)}.{rng.randint(1, 254)}:"
+        f'{rng.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    )
 
 
 def _traceback(rng: random.Random, sec: int, depth: int, rank: str = "TP0") -> list[str]:
     j, e = _ts(sec)
     pre = f"{j} {HOST} python3[{PID}]: "
-    out = [pre + f"[{e} {rank}] Exception in callback handle_request({rng.randint(1, 10**6)}): Traceback (most recent call last):"]
+    out = [
+        pre
+        + f"[{e} {rank}] Exception in callback handle_request({rng.randint(1, 10**6)}): Traceback (most recent call last):"
+    ]
     for i in range(depth):
-        out.append(pre + f'  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/m{i % 7}.py", line '
-                         f'{rng.randint(10, 3000)}, in step_{i % 5}')
+        out.append(
+            pre + f'  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/m{i % 7}.py", line '
+            f"{rng.randint(10, 3000)}, in step_{i % 5}"
+        )
         out.append(pre + f"    result = self.call_{i % 5}(req, {rng.randint(0, 99)})")
-    out.append(pre + f"ValueError: request {rng.randint(1, 10**9)} has an invalid sampling parameter top_p={rng.random():.3f}")
+    out.append(
+        pre + f"ValueError: request {rng.randint(1, 10**9)} has an invalid sampling parameter top_p={rng.random():.3f}"
+    )
     return out
 
 
@@ -92,8 +106,10 @@ def tb_dense(path: Path, lines: int, depth: int = 3) -> None:
     while len(out) < lines:
         out.append("Traceback (most recent call last):")
         for d in range(depth):
-            out.append(f'  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/m{d}.py", line '
-                       f'{rng.randint(10, 3000)}, in handler_{d}')
+            out.append(
+                f'  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/m{d}.py", line '
+                f"{rng.randint(10, 3000)}, in handler_{d}"
+            )
             out.append(f"    await self.call_{d}(request)")
         out.append(f"ValueError: request {rng.randint(1, 10**9)} has an invalid top_p={rng.random():.3f}")
         out.append(f"INFO 05-22 10:{(i // 60) % 60:02d}:{i % 60:02d} [api_server.py:1049] request {i} finished")
@@ -141,7 +157,9 @@ def enginecore(path: Path) -> None:
     lines = SEED.read_text().splitlines()[-89:]
     j, _ = _ts(100)
     tag = "EngineCore_DP0_pid_95201_worker_proc_local_rank_0_" + "_".join(f"x{i}" for i in range(14))
-    lines.insert(45, f"{j} {HOST} python3[{PID}]: (" + tag + " INFO 05-22 10:38:43 [core.py:93] Initializing a V1 LLM engine")
+    lines.insert(
+        45, f"{j} {HOST} python3[{PID}]: (" + tag + " INFO 05-22 10:38:43 [core.py:93] Initializing a V1 LLM engine"
+    )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -174,7 +192,7 @@ def main(argv: list[str]) -> None:
         sys.exit(__doc__)
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
-    names = argv[argv.index("--only") + 1:] if "--only" in argv else DEFAULT
+    names = argv[argv.index("--only") + 1 :] if "--only" in argv else DEFAULT
     for name in names:
         p = out / name
         if not p.exists():

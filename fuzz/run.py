@@ -6,6 +6,7 @@ A crash (an exception that is not the documented InputError, or a broken invaria
 input to crash-<sha1>; a hang past -timeout seconds writes timeout-<sha1>. Reproduce with
 `python fuzz/run.py TARGET crash-<sha1>` and turn it into a regression test in tests/test_fuzz_properties.py.
 """
+
 from __future__ import annotations
 
 import sys
@@ -41,7 +42,7 @@ def main() -> None:
     args = list(sys.argv)
     corpus = [a for a in args[1:] if not a.startswith("-")]
     if corpus and Path(corpus[0]).is_dir() and not any(Path(corpus[0]).iterdir()):
-        for i, s in enumerate(seeds()):   # an empty corpus folder starts from the fixture journals
+        for i, s in enumerate(seeds()):  # an empty corpus folder starts from the fixture journals
             (Path(corpus[0]) / f"seed-{i:04d}").write_bytes(s)
     atheris.Setup(args, target)
     atheris.Fuzz()

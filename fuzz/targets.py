@@ -5,6 +5,7 @@ stage's invariants (docs/reliability.md): no unhandled exception (an InputError,
 where the CLI would print it), every line accounted for (read == parsed + unparsed), and JSON that validates.
 Keep each target cheap: the harness runs it a million times.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,11 +33,12 @@ def target_read(data: bytes) -> None:
     """bytes → (compression sniffing, refusal gate, repair) → records."""
     from logdoctor.input.read import check_bytes, read_bytes
     from logdoctor.input.sources.files import from_bytes
+
     try:
         raw = from_bytes(data, "<fuzz>")
         check_bytes(bytes(raw.data), raw.origin)
     except InputError as exc:
-        assert "\n" not in str(exc), exc      # the refusal is one line
+        assert "\n" not in str(exc), exc  # the refusal is one line
         return
     res = read_bytes(bytes(raw.data), raw.origin, damage=raw.damage)
     _check_stats(res)
@@ -47,6 +49,7 @@ def target_formats(data: bytes) -> None:
     from logdoctor.engines.detect import detect
     from logdoctor.input.formats import journal_export
     from logdoctor.input.read import read_lines
+
     lines = _text(data).split("\n")
     res = read_lines(lines, "<fuzz>")
     assert res.stats.read == len(lines)
@@ -62,6 +65,7 @@ def target_formats(data: bytes) -> None:
 def target_prefix(data: bytes) -> None:
     """One message → engine prefix split (SGLang [time TPn], vLLM (Worker_TPn pid=) LEVEL ..., torch ranks)."""
     from logdoctor.engines.prefixes import split_prefix
+
     msg = _text(data).replace("\n", " ")
     p = split_prefix(msg)
     assert isinstance(p.body, str)
@@ -71,6 +75,7 @@ def target_prefix(data: bytes) -> None:
 def target_config(data: bytes) -> None:
     """The config-dump grammars: SGLang server_args, vLLM non-default args / Namespace / engine config, command lines."""
     from logdoctor.engines import config_dump as cd
+
     text = _text(data)
     for parse in (cd.parse_server_args, cd.parse_py_dict, cd.parse_namespace, cd.parse_vllm_engine_config):
         dump = parse(text)
@@ -86,12 +91,14 @@ def target_config(data: bytes) -> None:
 @lru_cache(maxsize=1)
 def _rules():
     from logdoctor.matching.loader import load_rules
+
     return load_rules(())
 
 
 @lru_cache(maxsize=1)
 def _schema_validator():
     import jsonschema
+
     schema = json.loads((ROOT / "logdoctor" / "schemas" / "diagnosis.schema.json").read_text())
     return jsonschema.Draft202012Validator(schema)
 
@@ -119,6 +126,7 @@ def target_rules(data: bytes) -> None:
     from logdoctor.matching.conditions import Context
     from logdoctor.matching.rank import candidates
     from logdoctor.timeline.build import build
+
     res = read_bytes(_spliced(data), "<fuzz>")
     tl = build(res.records)
     for a in tl.attempts:
@@ -131,6 +139,7 @@ def target_explain(data: bytes) -> None:
     """explain end to end (rules + classifier + fix plan) → JSON that validates against the schema."""
     from logdoctor.classify.runtime import load_default
     from logdoctor.verdict.api import diagnose
+
     try:
         d = diagnose(_spliced(data), loaded_rules=_rules(), classifier=load_default())
     except InputError:
@@ -161,11 +170,12 @@ def target_archive(data: bytes) -> None:
     import io
 
     from logdoctor.input.sources import archive, tarstream
+
     budget = archive.Budget(4 * _ARCHIVE_CAP)
     try:
         opened = archive.open_layers(io.BytesIO(data), "<fuzz>", _ARCHIVE_CAP, budget)
     except InputError:
-        return   # zstd without the zstandard package
+        return  # zstd without the zstandard package
     head = opened.stream.peek(512)[:512]
     if not tarstream.is_tar(head):
         assert _drain(opened.stream, 1 << 30) <= _ARCHIVE_CAP + (1 << 20)
@@ -188,6 +198,7 @@ def _tar_seed() -> bytes:
     import gzip
     import io
     import tarfile
+
     body = "\n".join(_SEED[:20]).encode() or b"line\n"
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
@@ -223,12 +234,14 @@ def target_nested(data: bytes) -> None:
 
     from logdoctor.input.sources import archive
     from logdoctor.input.sources.files import from_bytes
+
     if len(data) < 3:
         return
     # fast settings (a default xz preset sets up a 64 MiB dictionary per call: 5 inputs a second)
     comp = [lambda b: gzip.compress(b, 1), lambda b: lzma.compress(b, preset=0), lambda b: bz2.compress(b, 1)]
     try:
         import zstandard
+
         comp.append(zstandard.ZstdCompressor(level=1).compress)
     except ImportError:
         pass
@@ -253,8 +266,14 @@ def target_nested(data: bytes) -> None:
 
 
 TARGETS = {
-    "read": target_read, "formats": target_formats, "prefix": target_prefix, "config": target_config,
-    "rules": target_rules, "explain": target_explain, "archive": target_archive, "tar_headers": target_tar_headers,
+    "read": target_read,
+    "formats": target_formats,
+    "prefix": target_prefix,
+    "config": target_config,
+    "rules": target_rules,
+    "explain": target_explain,
+    "archive": target_archive,
+    "tar_headers": target_tar_headers,
     "nested": target_nested,
 }
 

@@ -1,4 +1,5 @@
 """Small checks several test files share: a history database's integrity, everything a pty received."""
+
 from __future__ import annotations
 
 import os

@@ -10,6 +10,7 @@ stays 0; a later one silently inherits the previous entry's timestamp, boot id a
 refuses such entries and make_journal checks the "writing N entries" count on stderr.
 The .journal files are 8 MiB each (preallocated): build them in tmp_path, never commit them.
 """
+
 from __future__ import annotations
 
 import os
@@ -90,13 +91,13 @@ def read_export(data: bytes) -> list[dict[str, bytes]]:
             continue
         eq = line.find(b"=")
         if eq >= 0:
-            cur.setdefault(line[:eq].decode("ascii"), line[eq + 1:])
+            cur.setdefault(line[:eq].decode("ascii"), line[eq + 1 :])
             pos = nl + 1
         else:
-            (size,) = struct.unpack("<Q", data[nl + 1:nl + 9])
+            (size,) = struct.unpack("<Q", data[nl + 1 : nl + 9])
             start = nl + 9
-            cur.setdefault(line.decode("ascii"), data[start:start + size])
-            if data[start + size:start + size + 1] != b"\n":
+            cur.setdefault(line.decode("ascii"), data[start : start + size])
+            if data[start + size : start + size + 1] != b"\n":
                 raise ValueError(f"binary field {line!r} is not followed by a newline")
             pos = start + size + 1
     if cur:
@@ -131,8 +132,10 @@ def make_journal(entries: Sequence[ExportEntry] | bytes, path: str | os.PathLike
         raise RuntimeError(f"systemd-journal-remote failed (rc {proc.returncode}): {err.strip()}")
     m = re.search(r"writing (\d+) entries", err)
     if not m or int(m[1]) != expected:
-        raise RuntimeError(f"systemd-journal-remote wrote {m[1] if m else '?'} of {expected} entries "
-                           f"(an entry without __REALTIME_TIMESTAMP or a malformed field is dropped): {err.strip()}")
+        raise RuntimeError(
+            f"systemd-journal-remote wrote {m[1] if m else '?'} of {expected} entries "
+            f"(an entry without __REALTIME_TIMESTAMP or a malformed field is dropped): {err.strip()}"
+        )
     return path
 
 

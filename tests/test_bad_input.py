@@ -1,5 +1,6 @@
 """Bad input never gives a traceback: one clear line on stderr and exit code 2 (design.md), through the real CLI.
 Damage a log survives (NUL bytes, over-long lines, truncated archives, UTF-16) is in test_reliability.py."""
+
 from __future__ import annotations
 
 import bz2
@@ -19,8 +20,9 @@ GOOD = (ROOT / "fixtures" / "journals" / "formats" / "short.log").read_bytes()
 def run(args, stdin: bytes = b"", env=None):
     e = dict(os.environ, NO_COLOR="1")
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "logdoctor", *args], input=stdin, capture_output=True, env=e,
-                       cwd=ROOT, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "logdoctor", *args], input=stdin, capture_output=True, env=e, cwd=ROOT, timeout=60
+    )
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
@@ -94,8 +96,11 @@ def test_rule_with_unknown_condition(tmp_path):
 
 def test_truncated_journal_export_is_counted_not_dropped():
     from logdoctor.input.read import read_bytes
-    data = b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\n_BOOT_ID=ab\nMESSAGE=one\n\n__CURSOR=s=2\n" \
-           b"__REALTIME_TIMESTAMP=2\n_BOOT_ID=ab\nMESSAGE\n\x40\x00\x00\x00\x00\x00\x00\x00trunc"
+
+    data = (
+        b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\n_BOOT_ID=ab\nMESSAGE=one\n\n__CURSOR=s=2\n"
+        b"__REALTIME_TIMESTAMP=2\n_BOOT_ID=ab\nMESSAGE\n\x40\x00\x00\x00\x00\x00\x00\x00trunc"
+    )
     res = read_bytes(data)
     assert [r.msg for r in res.records] == ["one"]
     assert res.stats.unparsed == 1 and "truncated" in res.unparsed[0].reason

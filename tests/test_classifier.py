@@ -1,5 +1,6 @@
 """The cause classifier: reproducible training, exported model == scikit-learn, no heavy imports at explain time,
 abstention, and the rule/classifier combination."""
+
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ def _case_dirs():
 @pytest.fixture(scope="module")
 def examples():
     from logdoctor.classify import train as tr
+
     exs = tr.load_examples([FIXTURES])
     if len({e.cause for e in exs}) < 2:
         pytest.skip("not enough labelled fixtures to train")
@@ -35,10 +37,12 @@ def examples():
 @pytest.fixture(scope="module")
 def fitted(examples):
     from logdoctor.classify import train as tr
+
     return tr.fit(examples)
 
 
 # ---- features ------------------------------------------------------------------------------------------------------
+
 
 def test_mask_hides_variable_parts():
     t = mask("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has 12 MiB free")
@@ -51,6 +55,7 @@ def test_mask_hides_variable_parts():
 def test_features_are_sorted_distinct_and_deterministic():
     from logdoctor.timeline.build import build
     from logdoctor.verdict.api import read_any
+
     dirs = [d for d in _case_dirs()][:5]
     if not dirs:
         pytest.skip("no fixtures")
@@ -67,16 +72,24 @@ def test_bucket_hash_is_stable():
     # crc32, not Python's salted hash(): the same bucket in every process
     assert cm.bucket("exc:OutOfMemoryError", 1 << 18) == 37956
     code = "from logdoctor.classify.model import bucket; print(bucket('exc:OutOfMemoryError', 1 << 18))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+        cwd=ROOT,
+    ).stdout
     assert int(out) == 37956
 
 
 # ---- training ------------------------------------------------------------------------------------------------------
 
+
 def test_training_is_reproducible(examples, fitted, tmp_path):
     from logdoctor.classify import train as tr
-    again = tr.fit(list(reversed(examples)))          # input order does not matter either
+
+    again = tr.fit(list(reversed(examples)))  # input order does not matter either
     a, b = tr.dumps(fitted.data), tr.dumps(again.data)
     assert a == b
     data = json.loads(a)
@@ -90,10 +103,12 @@ def test_train_command_writes_the_same_bytes_twice(tmp_path):
     from click.testing import CliRunner
 
     from logdoctor.cli.app import main
+
     if len(_case_dirs()) < 4:
         pytest.skip("no fixtures")
     # a small, fast subset: a few cases of each of several causes
     import yaml
+
     by_cause: dict[str, list[Path]] = {}
     for d in _case_dirs():
         lab = yaml.safe_load((d / "label.yaml").read_text()) or {}
@@ -120,12 +135,16 @@ def test_exported_model_equals_sklearn(examples, fitted):
     import numpy as np
 
     from logdoctor.classify import train as tr
+
     m = cm.Model(json.loads(tr.dumps(fitted.data)))
     t = m.temperature
     ref = tr.softmax_t(fitted.estimator.decision_function(fitted.X), t)
     # and without the temperature, scikit-learn's own predict_proba
-    assert np.allclose(fitted.estimator.predict_proba(fitted.X), tr.softmax_t(fitted.estimator.decision_function(fitted.X), 1.0),
-                       atol=1e-12)
+    assert np.allclose(
+        fitted.estimator.predict_proba(fitted.X),
+        tr.softmax_t(fitted.estimator.decision_function(fitted.X), 1.0),
+        atol=1e-12,
+    )
     worst = 0.0
     for i, ex in enumerate(sorted(examples, key=lambda e: e.id)):
         p = m.predict_proba(ex.tokens)
@@ -136,13 +155,23 @@ def test_exported_model_equals_sklearn(examples, fitted):
 
 # ---- the shipped model -----------------------------------------------------------------------------------------------
 
+
 def test_shipped_model_is_plain_json():
     if not SHIPPED.exists():
         pytest.skip("no model shipped")
     data = json.loads(SHIPPED.read_text())
     assert data["format"] == cm.FORMAT
-    for key in ("n_buckets", "classes", "intercepts", "buckets", "coef", "temperature", "threshold", "feature_version",
-                "training"):
+    for key in (
+        "n_buckets",
+        "classes",
+        "intercepts",
+        "buckets",
+        "coef",
+        "temperature",
+        "threshold",
+        "feature_version",
+        "training",
+    ):
         assert key in data
     assert runtime.load_default() is not None
 
@@ -150,11 +179,14 @@ def test_shipped_model_is_plain_json():
 def test_nonsense_with_the_word_error_is_never_a_confident_cause():
     import logdoctor
     from logdoctor.verdict.api import diagnose
+
     clf = runtime.load_default()
-    for text in ("error: everything is fine\nno error here\n",
-                 "error: everything is fine\nno error here\nERROR: nothing happened\n",
-                 "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
-                 "RuntimeError: error: everything is fine, no error here\n"):
+    for text in (
+        "error: everything is fine\nno error here\n",
+        "error: everything is fine\nno error here\nERROR: nothing happened\n",
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "RuntimeError: error: everything is fine, no error here\n",
+    ):
         for d in (logdoctor.diagnose(text), diagnose(text, classifier=clf)):
             assert (not d.failed) or d.cause == "unknown" or d.confidence < 0.5, (d.cause, d.confidence)
     if clf is not None:
@@ -167,6 +199,7 @@ def test_classifier_alone_gets_most_fixtures_right():
     if not SHIPPED.exists():
         pytest.skip("no model shipped")
     from logdoctor.classify import evaluation as ev
+
     res = ev.run([FIXTURES], mode="classifier")
     failed = [r for r in res if r.label_cause is not None]
     if len(failed) < 10:
@@ -178,11 +211,13 @@ def test_classifier_alone_gets_most_fixtures_right():
 
 # ---- combination ---------------------------------------------------------------------------------------------------
 
+
 def _attempt_of(cause: str):
     import yaml
 
     from logdoctor.timeline.build import build
     from logdoctor.verdict.api import read_any
+
     for d in _case_dirs():
         lab = yaml.safe_load((d / "label.yaml").read_text()) or {}
         if lab.get("cause") == cause and lab.get("failed", True):
@@ -194,12 +229,14 @@ def _attempt_of(cause: str):
 
 def _rule(rid, cause, tier="specific", confidence=0.9):
     from logdoctor.matching.loader import Rule
+
     return Rule(id=rid, cause=cause, title=rid, engines=("any",), match={}, tier=tier, confidence=confidence)
 
 
 def _cand(rule, score):
     from logdoctor.matching.conditions import Hit
     from logdoctor.matching.rank import Candidate
+
     return Candidate(rule, Hit(), score)
 
 
@@ -212,6 +249,7 @@ def _clf():
 
 def test_decisive_rule_wins_and_no_rule_lets_the_classifier_fill_in():
     from logdoctor.matching.rank import confidence
+
     clf = _clf()
     tl, a = _attempt_of("kv_cache_oom")
     probs = {c: 0.0 for c in clf.model.classes}
@@ -250,8 +288,10 @@ def test_classifier_diagnosis_end_to_end():
     """Rules switched off: the classifier alone names the cause of a fixture it was trained on."""
     from logdoctor.timeline.build import build
     from logdoctor.verdict.api import diagnose_timeline, read_any
+
     clf = _clf()
     import yaml
+
     for d in _case_dirs():
         lab = yaml.safe_load((d / "label.yaml").read_text()) or {}
         if lab.get("cause") == "kv_cache_oom":
@@ -275,10 +315,13 @@ def test_probabilities_sum_to_one():
 
 def test_mechanism_tokens_name_the_mechanism_not_the_story():
     from logdoctor.classify.features import mechanisms
-    m = mechanisms("torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n"
-                   "Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com for more information.")
+
+    m = mechanisms(
+        "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n"
+        "Search for `cudaErrorStreamCaptureUnsupported' in https://docs.nvidia.com for more information."
+    )
     assert "capture" in m and "name=cudaerrorstreamcaptureunsupported" in m
-    assert "cuda=operation_not_permitted" in m and "permission" not in m   # the message up to " when"
+    assert "cuda=operation_not_permitted" in m and "permission" not in m  # the message up to " when"
     m = mechanisms("OSError: [Errno 98] Address already in use")
     assert "addr_in_use" in m and "errno=98" in m
     assert "nccl_system" in mechanisms("ncclSystemError: System call (e.g. socket, malloc) failed")

@@ -1,5 +1,6 @@
 """The CLI contract (design.md): JSON per schema logdoctor.diagnosis/v1 for every fixture, exit codes, text and
 markdown rendering, journal-file input, --version."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ SCHEMA = json.loads((ROOT / "logdoctor" / "schemas" / "diagnosis.schema.json").r
 def cli(*args, stdin: bytes | None = None, env=None):
     e = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "logdoctor", *args], input=stdin, capture_output=True, cwd=ROOT,
-                       env=e, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "logdoctor", *args], input=stdin, capture_output=True, cwd=ROOT, env=e, timeout=120
+    )
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
 
@@ -32,6 +34,7 @@ def test_version():
 
 def test_every_fixture_json_validates_and_exit_code_matches_label():
     from logdoctor.verdict.api import diagnose
+
     assert CASES, "no labelled fixtures"
     v = jsonschema.Draft202012Validator(SCHEMA)
     for case in CASES:

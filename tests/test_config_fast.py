@@ -1,6 +1,7 @@
 """The literal fast path (engines/config_fast.py) must read every dump exactly as the pyparsing grammar does, or
 leave it to the grammar: same keys, same values, same types, on every dump line in the fixtures and the dev
 corpus, plus crafted edge cases."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,13 +37,22 @@ def _dump_lines():
 
 EDGE = [
     "server_args={'a': 1, 'b': -2.5e3, 'c': None, 'd': [1, 'x', (2,)], 'e': {'k': True}, 'f': ()}",
-    "server_args={'a': 1_000}", "server_args={'a': 0x10}", "server_args={'a': 'x' 'y'}", "server_args={'a': {1, 2}}",
-    "server_args={'a': true, 'b': null}", "server_args={'a': 'x\\\\n'}", "server_args={'a': 1} trailing",
-    "server_args={'a': 1, 'b': 2", "server_args=ServerArgs(model_path='m', tp_size=2, dtype=torch.bfloat16)",
+    "server_args={'a': 1_000}",
+    "server_args={'a': 0x10}",
+    "server_args={'a': 'x' 'y'}",
+    "server_args={'a': {1, 2}}",
+    "server_args={'a': true, 'b': null}",
+    "server_args={'a': 'x\\\\n'}",
+    "server_args={'a': 1} trailing",
+    "server_args={'a': 1, 'b': 2",
+    "server_args=ServerArgs(model_path='m', tp_size=2, dtype=torch.bfloat16)",
     "server_args=ServerArgs(model_path='m', tp_size=2, mem_fraction_static=0.8, x=[1, 2], y=None)",
     "non-default args: {'model': 'm', 'tensor_parallel_size': 2, 'max_model_len': 4096}",
     "non-default args: {'model': 'm', 'api_key': '***', 'x': +3, 'y': .5, 'z': 5.}",
-    "server_args={'a': -inf}", "server_args={'a': b'x'}", "server_args={**x}", "server_args={'a': ...}",
+    "server_args={'a': -inf}",
+    "server_args={'a': b'x'}",
+    "server_args={**x}",
+    "server_args={'a': ...}",
 ]
 
 
@@ -67,10 +77,12 @@ def test_remembered_dumps_are_handed_out_as_copies():
     from logdoctor.input.read import read_lines
     from logdoctor.timeline.config import extract_config
 
-    lines = ["[2026-05-22 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2, "
-             "cuda_graph_bs=[1, 2, 4], json_model_override_args={'a': [1]}, kv_cache_dtype=torch.float8_e4m3fn)",
-             "INFO 05-22 10:00:00 [core.py:61] Initializing a V1 LLM engine (v0.9.1) with config: model='/m', "
-             "dtype=torch.bfloat16, max_seq_len=4096, tensor_parallel_size=2, enforce_eager=False"]
+    lines = [
+        "[2026-05-22 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2, "
+        "cuda_graph_bs=[1, 2, 4], json_model_override_args={'a': [1]}, kv_cache_dtype=torch.float8_e4m3fn)",
+        "INFO 05-22 10:00:00 [core.py:61] Initializing a V1 LLM engine (v0.9.1) with config: model='/m', "
+        "dtype=torch.bfloat16, max_seq_len=4096, tensor_parallel_size=2, enforce_eager=False",
+    ]
     for line, engine in zip(lines, ("sglang", "vllm")):
         recs = read_lines([line]).records
         first = extract_config(recs, engine, None)

@@ -1,4 +1,5 @@
 """Mechanisms found by testing explain on fresh logs written independently of the fixtures."""
+
 from __future__ import annotations
 
 import logdoctor
@@ -51,12 +52,17 @@ def test_a_warmup_failure_after_the_engine_died_is_a_consequence():
 
 
 def test_the_error_can_state_the_value_in_force():
-    d = logdoctor.diagnose("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-                           "Current value: mem_fraction_static=0.88\n")
+    d = logdoctor.diagnose(
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.88\n"
+    )
     assert (d.engine, d.cause) == ("sglang", "kv_cache_oom")
     assert (d.fixes[0].flag, d.fixes[0].from_, d.fixes[0].to) == ("--mem-fraction-static", 0.88, 0.92)
 
 
 def test_explain_never_prints_a_sentence_with_a_hole():
     from logdoctor.verdict.api import _fill
-    assert _fill("A is {a}. Capture was at batch size {bs} with {gb} GB free. Done.", {"a": 1, "gb": 3}) == "A is 1. Done."
+
+    assert (
+        _fill("A is {a}. Capture was at batch size {bs} with {gb} GB free. Done.", {"a": 1, "gb": 3}) == "A is 1. Done."
+    )

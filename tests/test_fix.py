@@ -1,5 +1,6 @@
 """`logdoctor fix`: the edit touches only the changed flag (plus Description=), everything else stays byte for
 byte; a plain command line and `docker run` work too; nothing flag-shaped → exit 2 with one line."""
+
 from __future__ import annotations
 
 import difflib
@@ -24,8 +25,12 @@ UNKNOWN_LOG = ROOT / "tests" / "data" / "hook" / "unknown-failure.log"
 
 
 def fix(*args):
-    return subprocess.run([sys.executable, "-m", "logdoctor", "fix", *map(str, args), "--no-history"],
-                          capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "logdoctor", "fix", *map(str, args), "--no-history"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
@@ -41,10 +46,10 @@ def test_scan_keeps_spans_quotes_and_skips_comment_lines():
     assert values[:3] == ["/opt/sglang/bin/python3", "-m", "sglang.launch_server"]
     assert "/models/Qwen3 Next DFlash b16" in values
     assert "{% for m in messages %}{{ m.content }}{% endfor %}" in values
-    assert not any(v.startswith("#") for v in values)           # the comment inside the continuation
+    assert not any(v.startswith("#") for v in values)  # the comment inside the continuation
     assert values[-2:] == ["--port", "30000"]
-    for a in cmd.args:   # every span is the argument as written
-        raw = text[a.start:a.end]
+    for a in cmd.args:  # every span is the argument as written
+        raw = text[a.start : a.end]
         assert raw == a.value or raw[0] in "'\""
 
 
@@ -54,8 +59,10 @@ def test_replacing_a_value_touches_only_that_flag(tmp_path):
     old, new = UNIT.read_text(), (tmp_path / "new.service").read_text()
     minus, plus = changed_lines(old, new)
     assert minus == ["Description=SGLang Qwen3-Next-80B-A3B (DFLASH)", "    --mem-fraction-static 0.88 \\"]
-    assert plus == ["Description=SGLang Qwen3-Next-80B-A3B (DFLASH) (logdoctor: --mem-fraction-static 0.92, "
-                    "after kv_cache_oom)", "    --mem-fraction-static 0.92 \\"]
+    assert plus == [
+        "Description=SGLang Qwen3-Next-80B-A3B (DFLASH) (logdoctor: --mem-fraction-static 0.92, after kv_cache_oom)",
+        "    --mem-fraction-static 0.92 \\",
+    ]
     assert len(new) == len(old) + len(" (logdoctor: --mem-fraction-static 0.92, after kv_cache_oom)")
 
 
@@ -67,7 +74,7 @@ def test_adding_a_flag_continues_the_backslash_style_and_names_the_unit(tmp_path
     assert p.returncode == 1, p.stderr
     target = tmp_path / "sglang-qwen-nograph.service"
     assert p.stdout.strip() == f"wrote {target}: add --cuda-graph-backend-decode disabled"
-    assert unit.read_bytes() == UNIT.read_bytes()                      # the original is untouched
+    assert unit.read_bytes() == UNIT.read_bytes()  # the original is untouched
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(x.name for x in tmp_path.iterdir()) == ["sglang-qwen-nograph.service", "sglang-qwen.service"]
     minus, plus = changed_lines(UNIT.read_text(), target.read_text())
@@ -93,23 +100,29 @@ def test_refuses_when_nothing_is_flag_shaped(tmp_path, log, why):
 
 def test_plain_command_line_and_docker_run(tmp_path):
     sh = tmp_path / "launch.sh"
-    sh.write_text("#!/bin/sh\n# start the server\nexec python3 -m sglang.launch_server --model-path /m \\\n"
-                  "  --tp 2 --mem-fraction-static=0.88 --port 30000\necho never\n")
+    sh.write_text(
+        "#!/bin/sh\n# start the server\nexec python3 -m sglang.launch_server --model-path /m \\\n"
+        "  --tp 2 --mem-fraction-static=0.88 --port 30000\necho never\n"
+    )
     p = fix(sh, "--log", KV_LOG, "--out", "-")
     assert p.returncode == 1
     assert p.stdout == sh.read_text().replace("--mem-fraction-static=0.88", "--mem-fraction-static=0.92")
     dk = tmp_path / "run.txt"
-    dk.write_text("docker run --rm --gpus all -e HF_TOKEN=\"a b\" -p 30000:30000 lmsysorg/sglang:v0.5 "
-                  "python3 -m sglang.launch_server --model-path /m --tp 2\n")
+    dk.write_text(
+        'docker run --rm --gpus all -e HF_TOKEN="a b" -p 30000:30000 lmsysorg/sglang:v0.5 '
+        "python3 -m sglang.launch_server --model-path /m --tp 2\n"
+    )
     assert find_command(dk.read_text()).kind == "docker"
     p = fix(dk, "--log", CAPTURE_LOG, "--out", "-")
     assert p.stdout == dk.read_text().replace("--tp 2\n", "--tp 2 --cuda-graph-backend-decode disabled\n")
 
 
 def test_remove_and_replace_spellings():
-    text = ("[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server \\\n"
-            "  --enable-torch-compile \\\n  --cuda-graph-max-bs 16 \\\n  --port 30000\n"
-            "ExecStartPost=/bin/true\n")
+    text = (
+        "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server \\\n"
+        "  --enable-torch-compile \\\n  --cuda-graph-max-bs 16 \\\n  --port 30000\n"
+        "ExecStartPost=/bin/true\n"
+    )
     remove = FixStep("torch_compile", "--enable-torch-compile", True, False, "", "remove --enable-torch-compile")
     out, summary = apply_to_text(text, remove, "sglang")
     assert summary == "remove --enable-torch-compile"
@@ -129,10 +142,10 @@ def test_remove_and_replace_spellings():
 def test_new_names():
     g = FixStep("graphs_off", "--disable-cuda-graph", False, True, "", "--disable-cuda-graph")
     assert new_name("/etc/systemd/system/sglang-qwen-small.service", g) == "sglang-qwen-small-nograph.service"
-    assert new_name("sglang-qwen-nograph.service", g) == "sglang-qwen-nograph-2.service"   # never UNIT_FILE itself
+    assert new_name("sglang-qwen-nograph.service", g) == "sglang-qwen-nograph-2.service"  # never UNIT_FILE itself
     m = FixStep("mem_fraction", "--mem-fraction-static", 0.88, 0.92, "", "--mem-fraction-static 0.92")
     assert new_name("launch.sh", m) == "launch-mem092.sh"
-    assert scan("a 'b c' \"d\\\"e\"", 0, 13, unit=False)[1].value == "b c"
+    assert scan('a \'b c\' "d\\"e"', 0, 13, unit=False)[1].value == "b c"
 
 
 def test_the_editor_checks_every_value_again():

@@ -4,6 +4,7 @@ Checks: every case folder has journal.log + label.yaml; labels follow LABEL_SCHE
 ids are unique and equal the folder names; the generator reproduces the committed files byte for byte; and no
 journal.log shares a 3-line window verbatim with the held-out dev corpus (../shared/corpus/dev), when present.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,22 @@ CAUSES = {*vocab.CAUSES, vocab.UNKNOWN}
 PHASES = set(vocab.PHASES_OR_UNKNOWN)
 FORMATS = {"journal-short", "journal-short-iso", "journal-json", "raw", "docker"}
 ENGINES = {"sglang", "vllm", "tgi", "trtllm", "lmdeploy", "llamacpp", "other"}
-REQUIRED = ["id", "source", "engine", "engine_version", "gpu", "format", "phase", "cause", "secondary", "fix_flags",
-            "fix_other", "resolved", "label_confidence", "notes"]
+REQUIRED = [
+    "id",
+    "source",
+    "engine",
+    "engine_version",
+    "gpu",
+    "format",
+    "phase",
+    "cause",
+    "secondary",
+    "fix_flags",
+    "fix_other",
+    "resolved",
+    "label_confidence",
+    "notes",
+]
 
 
 def case_dirs() -> list[Path]:
@@ -64,8 +79,9 @@ def test_label_schema(d: Path):
     assert lab["phase"] in PHASES
     assert lab["label_confidence"] in {"high", "medium", "low"}
     assert isinstance(lab["resolved"], bool)
-    assert isinstance(lab["fix_flags"], list) and all(isinstance(f, str) and f.startswith("-")
-                                                      for f in lab["fix_flags"])
+    assert isinstance(lab["fix_flags"], list) and all(
+        isinstance(f, str) and f.startswith("-") for f in lab["fix_flags"]
+    )
     assert isinstance(lab["fix_other"], str)
     failed = lab.get("failed", True)
     assert isinstance(failed, bool)
@@ -78,7 +94,7 @@ def test_label_schema(d: Path):
     mns = lab.get("must_not_suggest", [])
     assert isinstance(mns, list) and all(isinstance(m, str) and m.startswith("--") for m in mns)
     assert not set(lab["fix_flags"]) & set(mns), "a fix is also forbidden"
-    for f in lab["fix_flags"]:   # a bare '--flag' in must_not_suggest forbids the lever altogether
+    for f in lab["fix_flags"]:  # a bare '--flag' in must_not_suggest forbids the lever altogether
         assert f.split()[0] not in mns, f"fix {f!r} uses a forbidden lever"
     att = lab.get("attempts", 1)
     assert isinstance(att, int) and att >= 1
@@ -103,8 +119,13 @@ def test_every_cause_and_engine_is_covered():
 
 def test_generator_reproduces_committed_files(tmp_path: Path):
     out = tmp_path / "journals"
-    r = subprocess.run([sys.executable, "-m", "tools.fixturegen", "--out", str(out)], cwd=REPO,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "tools.fixturegen", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     generated = sorted(p.name for p in out.iterdir() if p.is_dir())
     committed = sorted(d.name for d in CASES if load(d).get("generator") == "fixturegen")
@@ -120,23 +141,34 @@ def test_docs_catalogue_is_current(tmp_path: Path):
         pytest.skip("docs/fixtures.md absent")
     copy = tmp_path / "fixtures.md"
     copy.write_text(docs.read_text(encoding="utf-8"), encoding="utf-8")
-    r = subprocess.run([sys.executable, "-m", "tools.fixturegen", "--out", str(tmp_path / "j"), "--docs", str(copy)],
-                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "tools.fixturegen", "--out", str(tmp_path / "j"), "--docs", str(copy)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
-    assert copy.read_text(encoding="utf-8") == docs.read_text(encoding="utf-8"), \
+    assert copy.read_text(encoding="utf-8") == docs.read_text(encoding="utf-8"), (
         "regenerate: python -m tools.fixturegen --out fixtures/journals --docs docs/fixtures.md"
+    )
 
 
 # Lines every Python crash prints (the traceback header, frozen runpy frames): sharing them is not copying.
-_BOILERPLATE = re.compile(r'^\s*(Traceback \(most recent call last\):|File "<frozen [^>]+>", line \d+, in \w+|'
-                          r'During handling of the above exception, another exception occurred:|'
-                          r'The above exception was the direct cause of the following exception:)?\s*$')
+_BOILERPLATE = re.compile(
+    r'^\s*(Traceback \(most recent call last\):|File "<frozen [^>]+>", line \d+, in \w+|'
+    r"During handling of the above exception, another exception occurred:|"
+    r"The above exception was the direct cause of the following exception:)?\s*$"
+)
 
 
 def _windows(text: str, k: int = 3) -> set[tuple[str, ...]]:
     lines = [ln.rstrip() for ln in text.split("\n")]
-    return {tuple(lines[i:i + k]) for i in range(len(lines) - k + 1)
-            if not all(_BOILERPLATE.match(x) for x in lines[i:i + k])}
+    return {
+        tuple(lines[i : i + k])
+        for i in range(len(lines) - k + 1)
+        if not all(_BOILERPLATE.match(x) for x in lines[i : i + k])
+    }
 
 
 def test_no_three_line_window_shared_with_dev_corpus():

@@ -1,5 +1,6 @@
 """One test per input format, on fixtures/journals/formats/* (made by tools/make_format_fixtures.py): each format
 must yield the same service messages, ranks, the reassembled traceback, and honest line accounting."""
+
 from __future__ import annotations
 
 import sys
@@ -20,6 +21,7 @@ import make_format_fixtures as mff  # noqa: E402
 def expected_service_msgs() -> list[str]:
     from logdoctor.engines.prefixes import split_prefix
     from logdoctor.input.formats.clean import clean
+
     return [split_prefix(clean(l)[0]).body for _, l in mff.service_lines()]
 
 
@@ -28,13 +30,25 @@ def read(name: str):
 
 
 JOURNAL_TEXT = {
-    "short.log": "journal-short", "short-precise.log": "journal-short-precise", "short-iso.log": "journal-short-iso",
-    "short-iso-precise.log": "journal-short-iso-precise", "short-full.log": "journal-short-full",
-    "with-unit.log": "journal-with-unit", "short-monotonic.log": "journal-short-monotonic",
+    "short.log": "journal-short",
+    "short-precise.log": "journal-short-precise",
+    "short-iso.log": "journal-short-iso",
+    "short-iso-precise.log": "journal-short-iso-precise",
+    "short-full.log": "journal-short-full",
+    "with-unit.log": "journal-with-unit",
+    "short-monotonic.log": "journal-short-monotonic",
     "short-unix.log": "journal-short-unix",
 }
-ALL = list(JOURNAL_TEXT) + ["short-boots.log", "json.log", "cat.log", "raw.log", "docker.log", "docker-t.log",
-                            "kubectl.log", "compose.log"]
+ALL = list(JOURNAL_TEXT) + [
+    "short-boots.log",
+    "json.log",
+    "cat.log",
+    "raw.log",
+    "docker.log",
+    "docker-t.log",
+    "kubectl.log",
+    "compose.log",
+]
 
 
 def test_fixtures_are_current(tmp_path, monkeypatch):
@@ -145,5 +159,7 @@ def test_vllm_prefixes_give_every_line_a_process():
     assert r[8].rank == "TP1" and r[9].rank == "TP0" and r[10].rank == "rank0"
     blocks = assemble(r)
     assert sorted(b.rank for b in blocks) == ["TP0", "TP1"]
-    assert all(b.sections[0].exc_type == "torch.OutOfMemoryError" and b.sections[0].frames[0].func == "load_model"
-               for b in blocks)
+    assert all(
+        b.sections[0].exc_type == "torch.OutOfMemoryError" and b.sections[0].frames[0].func == "load_model"
+        for b in blocks
+    )

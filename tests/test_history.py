@@ -1,5 +1,6 @@
 """The attempt store: real SQLite files, concurrent writer processes, idempotent recording, migrations and the
 `logdoctor history` command run as a subprocess."""
+
 from __future__ import annotations
 
 import csv
@@ -51,8 +52,16 @@ def test_default_path_follows_env(monkeypatch, tmp_path):
 
 def test_two_processes_record_2000_attempts_without_lock_errors(tmp_path):
     db = tmp_path / "h.db"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), tag, "1000"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT) for tag in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), tag, "1000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for tag in ("a", "b")
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
@@ -68,16 +77,39 @@ def test_record_is_idempotent_and_updates_in_place(tmp_path):
     with History(tmp_path / "h.db") as h:
         row = AttemptRow(key="k1", host="ct100", unit="u.service", outcome="in_progress", phase="weight_load")
         assert h.record([row]) == 1
-        row2 = AttemptRow(key="k1", host="ct100", unit="u.service", outcome="failed", phase="memory_pool",
-                          cause="kv_cache_oom", fix={"lever": "mem_fraction", "to": 0.92})
+        row2 = AttemptRow(
+            key="k1",
+            host="ct100",
+            unit="u.service",
+            outcome="failed",
+            phase="memory_pool",
+            cause="kv_cache_oom",
+            fix={"lever": "mem_fraction", "to": 0.92},
+        )
         assert h.record([row2]) == 0
         # a later re-diagnosis without a fix plan keeps the fix suggested before
-        assert h.record([AttemptRow(key="k1", host="ct100", unit="u.service", outcome="failed",
-                                    phase="memory_pool", cause="kv_cache_oom")]) == 0
+        assert (
+            h.record(
+                [
+                    AttemptRow(
+                        key="k1",
+                        host="ct100",
+                        unit="u.service",
+                        outcome="failed",
+                        phase="memory_pool",
+                        cause="kv_cache_oom",
+                    )
+                ]
+            )
+            == 0
+        )
         rows = h.query()
         assert len(rows) == 1
-        assert (rows[0].outcome, rows[0].phase, rows[0].fix) == ("failed", "memory_pool",
-                                                                  {"lever": "mem_fraction", "to": 0.92})
+        assert (rows[0].outcome, rows[0].phase, rows[0].fix) == (
+            "failed",
+            "memory_pool",
+            {"lever": "mem_fraction", "to": 0.92},
+        )
 
 
 def test_values_are_parameters_not_sql(tmp_path):
@@ -94,8 +126,10 @@ def test_migrates_a_version_1_database(tmp_path):
     for stmt in MIGRATIONS[0]:
         con.execute(stmt)
     con.execute("PRAGMA user_version = 1")
-    con.execute("INSERT INTO attempts (key, host, unit, config, outcome, recorded) VALUES "
-                "('old', 'ct100', 'u.service', '{}', 'failed', 1.0)")
+    con.execute(
+        "INSERT INTO attempts (key, host, unit, config, outcome, recorded) VALUES "
+        "('old', 'ct100', 'u.service', '{}', 'failed', 1.0)"
+    )
     con.commit()
     con.close()
     with History(db) as h:
@@ -145,9 +179,11 @@ def test_explain_records_each_attempt_once_and_history_lists_them(history_db):
 def test_no_history_writes_nothing_and_imports_no_sqlite(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     log = SEED / "seed-attempt1-kv-oom" / "journal.log"
-    probe = ("import runpy, sys\nsys.argv = ['logdoctor', 'explain', '--no-history', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('logdoctor', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-             "print('sqlite3' in sys.modules, file=sys.stderr)")
+    probe = (
+        "import runpy, sys\nsys.argv = ['logdoctor', 'explain', '--no-history', sys.argv[1]]\n"
+        "try:\n    runpy.run_module('logdoctor', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print('sqlite3' in sys.modules, file=sys.stderr)"
+    )
     p = subprocess.run([sys.executable, "-c", probe, str(log)], capture_output=True, text=True, cwd=ROOT)
     assert p.stderr.strip().splitlines()[-1] == "False"
     assert not (tmp_path / "state").exists()
@@ -160,7 +196,7 @@ def test_no_history_writes_nothing_and_imports_no_sqlite(tmp_path, monkeypatch):
 def test_an_unusable_default_location_only_warns(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))       # state dir below a regular file: cannot be created
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))  # state dir below a regular file: cannot be created
     p = run("explain", str(SEED / "seed-attempt1-kv-oom" / "journal.log"))
     assert p.returncode == 1 and p.stdout.startswith("FAILED")
     assert "continuing without the attempt history" in p.stderr and "Traceback" not in p.stderr

@@ -3,6 +3,7 @@
 Every read is done through both backends (systemd-python and `journalctl -o json`) and the normalised entries must
 be identical. Skipped only when systemd-journal-remote is not installed (the journal_file fixture skips).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -93,7 +94,9 @@ def unit_lines(entries, unit=UNIT):
 
 def test_committed_exports_are_what_the_builder_writes():
     for name, build in B.FIXTURES.items():
-        assert (EXPORT_DIR / name).read_bytes() == write_export(build()), f"regenerate: python {EXPORT_DIR}/build_exports.py"
+        assert (EXPORT_DIR / name).read_bytes() == write_export(build()), (
+            f"regenerate: python {EXPORT_DIR}/build_exports.py"
+        )
 
 
 def test_fixture_covers_what_the_tests_need():
@@ -131,8 +134,7 @@ def test_write_export_refuses_entries_journal_remote_would_drop():
 def test_make_journal_checks_the_written_count(journal_file, tmp_path):
     # journal-remote drops an entry without __REALTIME_TIMESTAMP when no earlier entry gave it one (a later entry
     # inherits the previous timestamp instead), and still exits 0
-    raw = (b"MESSAGE=dropped: no timestamp\n\n"
-           b"__REALTIME_TIMESTAMP=1735725600000000\nMESSAGE=kept\n\n")
+    raw = b"MESSAGE=dropped: no timestamp\n\n__REALTIME_TIMESTAMP=1735725600000000\nMESSAGE=kept\n\n"
     with pytest.raises(RuntimeError, match="wrote 1 of 2"):
         make_journal(raw, tmp_path / "short.journal")
     path = journal_file([{"__REALTIME_TIMESTAMP": "1735725600000000", "MESSAGE": "one"}], name="one.journal")
@@ -145,20 +147,24 @@ def test_make_journal_checks_the_written_count(journal_file, tmp_path):
 # reading back: both backends, identical normalised entries
 
 
-@pytest.mark.parametrize("kw", [
-    {},
-    {"unit": "sglang-qwen"},
-    {"unit": "sglang-qwen.service", "boot": True},
-    {"unit": "sglang-*"},
-    {"unit": "nginx"},
-    {"lines": 7},
-    {"unit": "sglang-qwen", "lines": 3},
-    {"boot": "-1"},
-    {"boot": 1},
-    {"since": "2025-03-10 09:13:40"},
-    {"since": "2025-03-10 09:13:40", "lines": 4},
-    {"unit": "sglang-qwen", "boot": B.BOOT1, "lines": 2},
-], ids=repr)
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"unit": "sglang-qwen"},
+        {"unit": "sglang-qwen.service", "boot": True},
+        {"unit": "sglang-*"},
+        {"unit": "nginx"},
+        {"lines": 7},
+        {"unit": "sglang-qwen", "lines": 3},
+        {"boot": "-1"},
+        {"boot": 1},
+        {"since": "2025-03-10 09:13:40"},
+        {"since": "2025-03-10 09:13:40", "lines": 4},
+        {"unit": "sglang-qwen", "boot": B.BOOT1, "lines": 2},
+    ],
+    ids=repr,
+)
 def test_backends_give_identical_entries(sglang_journal, kw):
     entries = read_both(files=[sglang_journal], **kw)
     assert entries, "every case here selects something"
@@ -182,8 +188,20 @@ def test_every_entry_and_field_comes_back(sglang_journal, backend):
 
 def test_normalised_shape(sglang_journal):
     e = next(x for x in read_both(files=[sglang_journal]) if x.get("_PID") == "1" and x.get("UNIT") == UNIT)
-    for key in ("MESSAGE", "__REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "_BOOT_ID", "_HOSTNAME",
-                "SYSLOG_IDENTIFIER", "_COMM", "_PID", "PRIORITY", "_TRANSPORT", "_SYSTEMD_UNIT", "UNIT"):
+    for key in (
+        "MESSAGE",
+        "__REALTIME_TIMESTAMP",
+        "__MONOTONIC_TIMESTAMP",
+        "_BOOT_ID",
+        "_HOSTNAME",
+        "SYSLOG_IDENTIFIER",
+        "_COMM",
+        "_PID",
+        "PRIORITY",
+        "_TRANSPORT",
+        "_SYSTEMD_UNIT",
+        "UNIT",
+    ):
         assert isinstance(e[key], str), key
     assert e["__REALTIME_TIMESTAMP"].isdigit() and e["__MONOTONIC_TIMESTAMP"].isdigit()
     assert len(e["_BOOT_ID"]) == 32 and int(e["_BOOT_ID"], 16) >= 0
@@ -229,8 +247,10 @@ def test_unit_filter_edge_cases(journal_file):
         ("kernel", {"_TRANSPORT": "kernel"}),
         ("x-dot-socket", {"_SYSTEMD_UNIT": "x.socket"}),
     ]
-    entries = [{"__REALTIME_TIMESTAMP": str(1735725600000000 + i), **base, "MESSAGE": name, **f}
-               for i, (name, f) in enumerate(rows)]
+    entries = [
+        {"__REALTIME_TIMESTAMP": str(1735725600000000 + i), **base, "MESSAGE": name, **f}
+        for i, (name, f) in enumerate(rows)
+    ]
     path = journal_file(entries)
     assert messages(read_both(files=[path], unit="x")) == ["own", "pid1", "coredump", "object"]
     assert messages(read_both(files=[path], unit="x.socket")) == ["x-dot-socket"]
@@ -238,8 +258,12 @@ def test_unit_filter_edge_cases(journal_file):
     _assert_input_error(lambda: read("systemd", files=[path], unit="nothing-matches-*"), match="no unit")
     _assert_input_error(lambda: read("journalctl", files=[path], unit="nothing-matches-*"), match="no unit")
     # and exactly what journalctl -u prints itself
-    out = subprocess.run(["journalctl", f"--file={path}", "-u", "x", "-o", "cat", "--no-pager"],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        ["journalctl", f"--file={path}", "-u", "x", "-o", "cat", "--no-pager"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out == ["own", "pid1", "coredump", "object"]
 
 
@@ -261,8 +285,9 @@ def test_mangle_unit():
 
 def test_lines(sglang_journal):
     assert read_both(files=[sglang_journal], lines=5) == read_both(files=[sglang_journal])[-5:]
-    assert messages(read_both(files=[sglang_journal], unit="sglang-qwen", lines=3)) == \
-        messages(unit_lines(EXPECTED)[-3:])
+    assert messages(read_both(files=[sglang_journal], unit="sglang-qwen", lines=3)) == messages(
+        unit_lines(EXPECTED)[-3:]
+    )
     assert len(read_both(files=[sglang_journal], lines=10_000)) == len(EXPECTED)
     assert read_both(files=[sglang_journal], lines=0) == []
     for bad in (-1, "5", 2.5, True):
@@ -300,10 +325,19 @@ def test_boot_bad_value(sglang_journal, spec):
         iter_journal_entries(files=[sglang_journal], boot=spec)
 
 
-@pytest.mark.parametrize("since", [
-    "2025-03-10 09:13:40", "2025-03-10T09:13:40", "2025-03-10T09:13:40Z", "2025-03-10T10:13:40+01:00",
-    "2025-03-10 09:13:40 UTC", "Mon 2025-03-10 09:13:40 UTC", "2025-03-10 09:13:40.000000", "@1741598020",
-])
+@pytest.mark.parametrize(
+    "since",
+    [
+        "2025-03-10 09:13:40",
+        "2025-03-10T09:13:40",
+        "2025-03-10T09:13:40Z",
+        "2025-03-10T10:13:40+01:00",
+        "2025-03-10 09:13:40 UTC",
+        "Mon 2025-03-10 09:13:40 UTC",
+        "2025-03-10 09:13:40.000000",
+        "@1741598020",
+    ],
+)
 def test_since_absolute(sglang_journal, since):
     cut = _ts("2025-03-10 09:13:40")
     expected = [e for e in EXPECTED if int(e["__REALTIME_TIMESTAMP"]) >= cut]
@@ -361,12 +395,25 @@ def test_parse_since_values():
     now = _ts("2025-01-01 10:00:00")
     day = 86_400_000_000
     cases = {
-        "2025-01-01 10:00": now, "2025-01-01 10:00:00": now, "2025-01-01T10:00:00Z": now,
-        "2025-01-01T12:00:00+02:00": now, "2025-01-01T05:00:00-0500": now, "Wed 2025-01-01 10:00:00 UTC": now,
-        "2025-01-01": now - 10 * 3_600_000_000, "10:00": now, "now": now, "@1735725600": now,
-        "2025-01-01 10:00:00.25": now + 250_000, "-10min": now - 600_000_000, "-2h": now - 7_200_000_000,
-        "-1d": now - day, "today": now - 10 * 3_600_000_000, "yesterday": now - 10 * 3_600_000_000 - day,
-        "-1h 30min": now - 5_400_000_000, "90s ago": now - 90_000_000, "+5m": now + 300_000_000,
+        "2025-01-01 10:00": now,
+        "2025-01-01 10:00:00": now,
+        "2025-01-01T10:00:00Z": now,
+        "2025-01-01T12:00:00+02:00": now,
+        "2025-01-01T05:00:00-0500": now,
+        "Wed 2025-01-01 10:00:00 UTC": now,
+        "2025-01-01": now - 10 * 3_600_000_000,
+        "10:00": now,
+        "now": now,
+        "@1735725600": now,
+        "2025-01-01 10:00:00.25": now + 250_000,
+        "-10min": now - 600_000_000,
+        "-2h": now - 7_200_000_000,
+        "-1d": now - day,
+        "today": now - 10 * 3_600_000_000,
+        "yesterday": now - 10 * 3_600_000_000 - day,
+        "-1h 30min": now - 5_400_000_000,
+        "90s ago": now - 90_000_000,
+        "+5m": now + 300_000_000,
         "-1w": now - 7 * day,
     }
     for text, want in cases.items():
@@ -408,9 +455,11 @@ def test_large_fields_intact(sglang_journal, journal_file):
 
 
 def test_invalid_utf8_and_repeated_fields(journal_file):
-    raw = (b"__REALTIME_TIMESTAMP=1735725600000000\n"
-           b"MESSAGE\n" + (9).to_bytes(8, "little") + b"bad\xff\xfeutf8\n"
-           b"FOO=one\nFOO=two\n\n")
+    raw = (
+        b"__REALTIME_TIMESTAMP=1735725600000000\n"
+        b"MESSAGE\n" + (9).to_bytes(8, "little") + b"bad\xff\xfeutf8\n"
+        b"FOO=one\nFOO=two\n\n"
+    )
     path = journal_file(raw)
     (e,) = read_both(files=[path])
     assert e["MESSAGE"] == "bad\ufffd\ufffdutf8"
@@ -419,18 +468,37 @@ def test_invalid_utf8_and_repeated_fields(journal_file):
 
 def test_json_normaliser():
     norm = jmod._json_entry
-    e = norm({"MESSAGE": None, "__SEQNUM": "5", "__SEQNUM_ID": "ab", "X": [104, 105], "Y": ["a", "b"],
-              "Z": [[27, 91], "q"], "__REALTIME_TIMESTAMP": "1"})
-    assert e == {"MESSAGE": "", "_LOGDOCTOR_NOTE": "field too large", "X": "hi", "Y": "a", "Z": "\x1b[",
-                 "__REALTIME_TIMESTAMP": "1"}
+    e = norm(
+        {
+            "MESSAGE": None,
+            "__SEQNUM": "5",
+            "__SEQNUM_ID": "ab",
+            "X": [104, 105],
+            "Y": ["a", "b"],
+            "Z": [[27, 91], "q"],
+            "__REALTIME_TIMESTAMP": "1",
+        }
+    )
+    assert e == {
+        "MESSAGE": "",
+        "_LOGDOCTOR_NOTE": "field too large",
+        "X": "hi",
+        "Y": "a",
+        "Z": "\x1b[",
+        "__REALTIME_TIMESTAMP": "1",
+    }
     assert norm({"__REALTIME_TIMESTAMP": "1"})["MESSAGE"] == ""
 
 
 def test_several_files_and_directory(journal_file, tmp_path):
-    a = journal_file([{"__REALTIME_TIMESTAMP": str(1735725600000000 + 2 * i), "MESSAGE": f"a{i}"} for i in range(3)],
-                     name="d/a.journal")
-    journal_file([{"__REALTIME_TIMESTAMP": str(1735725600000001 + 2 * i), "MESSAGE": f"b{i}"} for i in range(3)],
-                 name="d/b.journal")
+    a = journal_file(
+        [{"__REALTIME_TIMESTAMP": str(1735725600000000 + 2 * i), "MESSAGE": f"a{i}"} for i in range(3)],
+        name="d/a.journal",
+    )
+    journal_file(
+        [{"__REALTIME_TIMESTAMP": str(1735725600000001 + 2 * i), "MESSAGE": f"b{i}"} for i in range(3)],
+        name="d/b.journal",
+    )
     (tmp_path / "d" / "notes.txt").write_text("not a journal")
     merged = ["a0", "b0", "a1", "b1", "a2", "b2"]  # several files are merged by time
     assert messages(read_both(files=[a, tmp_path / "d" / "b.journal"])) == merged
@@ -532,23 +600,30 @@ def test_error_unreadable_file(sglang_journal, tmp_path, backend, monkeypatch):
         drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable] if setpriv else None
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         # an unprivileged user must be able to import the checkout (a clone in a 0700 folder is not readable)
-        if drop is None or subprocess.run(drop + ["-c", "import logdoctor.input.sources.journal"], cwd="/", env=env,
-                                          capture_output=True).returncode != 0:
+        if (
+            drop is None
+            or subprocess.run(
+                drop + ["-c", "import logdoctor.input.sources.journal"], cwd="/", env=env, capture_output=True
+            ).returncode
+            != 0
+        ):
             real_open = os.open  # root reads everything: simulate the refusal
 
             def deny(path, *a, **k):
                 if os.fspath(path) == str(locked):
                     raise PermissionError(13, "Permission denied", str(path))
                 return real_open(path, *a, **k)
+
             monkeypatch.setattr(jmod.os, "open", deny)
             _assert_input_error(lambda: read(backend, files=[locked]), match="permission denied")
             return
-        code = ("import sys\nfrom logdoctor.core.errors import InputError\n"
-                "from logdoctor.input.sources.journal import iter_journal_entries as it\n"
-                "try:\n    list(it(files=[sys.argv[1]], prefer=sys.argv[2]))\nexcept InputError as e:\n"
-                "    print('InputError:', e)\nelse:\n    print('no error')\n")
-        p = subprocess.run(drop + ["-c", code, str(locked), backend], capture_output=True, text=True, cwd="/",
-                           env=env)
+        code = (
+            "import sys\nfrom logdoctor.core.errors import InputError\n"
+            "from logdoctor.input.sources.journal import iter_journal_entries as it\n"
+            "try:\n    list(it(files=[sys.argv[1]], prefer=sys.argv[2]))\nexcept InputError as e:\n"
+            "    print('InputError:', e)\nelse:\n    print('no error')\n"
+        )
+        p = subprocess.run(drop + ["-c", code, str(locked), backend], capture_output=True, text=True, cwd="/", env=env)
         assert p.returncode == 0, p.stderr
         assert p.stdout.startswith("InputError:") and "permission denied" in p.stdout, p.stdout + p.stderr
     finally:
@@ -600,8 +675,10 @@ def test_usage_errors(sglang_journal, tmp_path):
 
 
 def test_import_is_light():
-    code = ("import sys, logdoctor.input.sources.journal\n"
-            "heavy = [m for m in ('systemd', 'systemd.journal', 'json', 'subprocess', 'uuid', 'logging') "
-            "if m in sys.modules]\nprint(heavy)")
+    code = (
+        "import sys, logdoctor.input.sources.journal\n"
+        "heavy = [m for m in ('systemd', 'systemd.journal', 'json', 'subprocess', 'uuid', 'logging') "
+        "if m in sys.modules]\nprint(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,4 +1,5 @@
 """Levers: the table, version-aware flag spelling, reading configs back, and the planner's step arithmetic."""
+
 from __future__ import annotations
 
 import pytest
@@ -76,7 +77,9 @@ def test_sglang_graph_flags_by_version_and_config():
     assert flag_for("graphs_off", "sglang", "0.5.17", new_cfg) == "--cuda-graph-backend-decode disabled"
     assert flag_for("graphs_off", "sglang", None, new_cfg) == "--cuda-graph-backend-decode disabled"  # field => 0.5.17+
     assert render("graphs_off", "sglang", True, version="0.5.23", config=new_cfg) == [
-        "--cuda-graph-backend-decode", "disabled"]
+        "--cuda-graph-backend-decode",
+        "disabled",
+    ]
     assert render("graphs_off", "sglang", True, version="0.5.10") == ["--disable-cuda-graph"]
     # graph_max_bs / piecewise: renamed outright
     assert flag_for("graph_max_bs", "sglang", "0.5.17") == "--cuda-graph-max-bs-decode"
@@ -86,7 +89,9 @@ def test_sglang_graph_flags_by_version_and_config():
     assert flag_for("piecewise_graph_off", "sglang", "0.5.20") == "--cuda-graph-backend-prefill disabled"
     assert render("piecewise_graph_off", "sglang", False, version="0.5.20") == ["--cuda-graph-backend-prefill", "full"]
     assert render("piecewise_graph_off", "sglang", True, version="0.5.20") == [
-        "--cuda-graph-backend-prefill", "disabled"]
+        "--cuda-graph-backend-prefill",
+        "disabled",
+    ]
     assert render("piecewise_graph_off", "sglang", True, version="0.5.10") == ["--disable-piecewise-cuda-graph"]
     assert flag_for("prefill_graph_max", "sglang", "0.5.22") == "--cuda-graph-max-bs-prefill"
 
@@ -155,19 +160,35 @@ def test_levers_from_sglang_dict_dump():
     d = parse_server_args(
         "server_args={'model_path': '/m', 'context_length': None, 'mem_fraction_static': 0.7, 'tp_size': 2, "
         "'cuda_graph_max_bs_decode': None, 'cuda_graph_backend_decode': 'disabled', 'disable_cuda_graph': False, "
-        "'cuda_graph_backend_prefill': 'full', 'mamba_full_memory_ratio': 0.9, 'port': 30000}")
+        "'cuda_graph_backend_prefill': 'full', 'mamba_full_memory_ratio': 0.9, 'port': 30000}"
+    )
     lv = levers_from_config("sglang", "0.5.23", d.values)
-    assert lv == {"mem_fraction": 0.7, "context_length": None, "tp_size": 2, "graph_max_bs": None,
-                  "graphs_off": True, "piecewise_graph_off": False, "mamba_ratio": 0.9, "port": 30000}
+    assert lv == {
+        "mem_fraction": 0.7,
+        "context_length": None,
+        "tp_size": 2,
+        "graph_max_bs": None,
+        "graphs_off": True,
+        "piecewise_graph_off": False,
+        "mamba_ratio": 0.9,
+        "port": 30000,
+    }
 
 
 def test_levers_from_vllm_non_default_fills_defaults_only_when_asked():
-    d = parse_py_dict("non-default args: {'model': 'm', 'tensor_parallel_size': 2, 'max_model_len': 32768, "
-                      "'enforce_eager': True, 'speculative_config': {'method': 'eagle3'}, "
-                      "'enable_prefix_caching': False}")
+    d = parse_py_dict(
+        "non-default args: {'model': 'm', 'tensor_parallel_size': 2, 'max_model_len': 32768, "
+        "'enforce_eager': True, 'speculative_config': {'method': 'eagle3'}, "
+        "'enable_prefix_caching': False}"
+    )
     bare = levers_from_config("vllm", "0.33.0", d.values)
-    assert bare == {"context_length": 32768, "graphs_off": True, "tp_size": 2, "prefix_cache_off": True,
-                    "speculative_algorithm": "eagle3"}
+    assert bare == {
+        "context_length": 32768,
+        "graphs_off": True,
+        "tp_size": 2,
+        "prefix_cache_off": True,
+        "speculative_algorithm": "eagle3",
+    }
     full = levers_from_config("vllm", "0.33.0", d.values, fill_defaults=True)
     assert full["mem_fraction"] == 0.92 and full["port"] == 8000 and full["graphs_off"] is True
     assert "max_running" not in full  # GPU-dependent default: unknown, not guessed
@@ -175,10 +196,13 @@ def test_levers_from_vllm_non_default_fills_defaults_only_when_asked():
 
 
 def test_levers_from_vllm_engine_config_fields():
-    raw = {"max_seq_len": 4096, "enforce_eager": False, "tensor_parallel_size": 4,
-           "compilation_config": {"level": None, "mode": 3, "cudagraph_mode": "NONE",
-                                  "max_cudagraph_capture_size": 512},
-           "speculative_config": "SpeculativeConfig(method='ngram', num_spec_tokens=3)"}
+    raw = {
+        "max_seq_len": 4096,
+        "enforce_eager": False,
+        "tensor_parallel_size": 4,
+        "compilation_config": {"level": None, "mode": 3, "cudagraph_mode": "NONE", "max_cudagraph_capture_size": 512},
+        "speculative_config": "SpeculativeConfig(method='ngram', num_spec_tokens=3)",
+    }
     lv = levers_from_config("vllm", "0.33.0", raw)
     assert lv["context_length"] == 4096 and lv["graph_max_bs"] == 512 and lv["torch_compile"] is True
     assert lv["graphs_off"] is True  # cudagraph_mode NONE is graphs off even without --enforce-eager
@@ -187,8 +211,10 @@ def test_levers_from_vllm_engine_config_fields():
 
 
 def test_levers_from_command_line():
-    c = parse_command_line("python -m sglang.launch_server --model-path m --tp 2 --mem-fraction-static 0.88 "
-                           "--disable-cuda-graph --context-length 131072")
+    c = parse_command_line(
+        "python -m sglang.launch_server --model-path m --tp 2 --mem-fraction-static 0.88 "
+        "--disable-cuda-graph --context-length 131072"
+    )
     lv = levers_from_config(c.engine, None, c.args)
     assert lv == {"mem_fraction": 0.88, "context_length": 131072, "graphs_off": True, "tp_size": 2}
     lv = levers_from_config("sglang", None, {"mem-fraction-static": "0.8", "tp_size": "4"})
@@ -199,51 +225,52 @@ def test_levers_from_command_line():
 # --------------------------------------------------------------------------------------------------------------------
 # step
 
+
 @pytest.mark.parametrize(
     "lever, current, op, kw, expected",
     [
         ("mem_fraction", 0.88, "raise", {}, 0.92),
-        ("mem_fraction", 0.93, "raise", {}, 0.95),              # capped at the lever's bound
-        ("mem_fraction", 0.95, "raise", {}, None),              # nowhere to go
-        ("mem_fraction", 0.97, "raise", {}, None),              # above the cap: a "raise" never lowers
+        ("mem_fraction", 0.93, "raise", {}, 0.95),  # capped at the lever's bound
+        ("mem_fraction", 0.95, "raise", {}, None),  # nowhere to go
+        ("mem_fraction", 0.97, "raise", {}, None),  # above the cap: a "raise" never lowers
         ("mem_fraction", 0.88, "raise", {"avoid": [0.92]}, 0.95),
         ("mem_fraction", 0.88, "raise", {"bound": 0.9}, 0.9),
         ("mem_fraction", 0.9, "lower", {}, 0.85),
         ("mem_fraction", 0.9, "lower", {"avoid": [0.85, 0.8]}, 0.75),
         ("mem_fraction", 0.07, "lower", {}, 0.05),
         ("mem_fraction", 0.05, "lower", {}, None),
-        ("mem_fraction", None, "raise", {}, None),               # auto: no base to step from
+        ("mem_fraction", None, "raise", {}, None),  # auto: no base to step from
         ("context_length", 131072, "halve", {}, 65536),
-        ("context_length", 100000, "halve", {}, 49152),          # large values: multiples of 1024
+        ("context_length", 100000, "halve", {}, 49152),  # large values: multiples of 1024
         ("context_length", 3000, "halve", {}, 1500),
         ("context_length", 32768, "halve", {"bound": 32768}, None),
         ("context_length", 131072, "halve", {"avoid": [65536]}, 32768),
         ("context_length", 8192, "double", {}, 16384),
         ("max_running", 3, "halve", {}, 1),
-        ("max_running", 1, "halve", {}, None),                   # floor at 1
+        ("max_running", 1, "halve", {}, None),  # floor at 1
         ("max_running", 256, "lower", {}, 128),
         ("graph_max_bs", 160, "halve", {}, 80),
-        ("graph_max_bs", 16, "lower", {}, 8),                    # pow2 levers step by powers of two
+        ("graph_max_bs", 16, "lower", {}, 8),  # pow2 levers step by powers of two
         ("graph_max_bs", 24, "lower", {}, 16),
         ("tp_size", 2, "raise", {}, 4),
         ("tp_size", 3, "raise", {}, 4),
         ("tp_size", 8, "raise", {"bound": 8}, None),
         ("tp_size", 4, "lower", {}, 2),
         ("prefill_chunk", 8192, "halve", {}, 4096),
-        ("prefill_chunk", -1, "halve", {}, None),               # -1 = chunking disabled
+        ("prefill_chunk", -1, "halve", {}, None),  # -1 = chunking disabled
         ("port", 30000, "raise", {"avoid": [30001]}, 30002),
         ("port", 65535, "raise", {}, None),
         ("mamba_ratio", 0.9, "raise", {}, 1.35),
         ("mamba_ratio", 0.9, "lower", {}, 0.6),
         ("graphs_off", False, "enable", {}, True),
-        ("graphs_off", True, "enable", {}, None),               # already in force
+        ("graphs_off", True, "enable", {}, None),  # already in force
         ("graphs_off", None, "disable", {}, False),
         ("custom_all_reduce_off", False, "enable", {"avoid": [True]}, None),
         ("attention_backend", "flashinfer", "set", {"value": "triton"}, "triton"),
         ("attention_backend", "flashinfer", "set", {"value": "FLASHINFER"}, None),
         ("attention_backend", "fa3", "set", {"value": "triton", "avoid": ["Triton"]}, None),
         ("attention_backend", "fa3", "raise", {}, None),
-        ("mem_fraction", 0.9, "set", {"value": 0.99}, None),   # outside the bounds
+        ("mem_fraction", 0.9, "set", {"value": 0.99}, None),  # outside the bounds
         ("mem_fraction", 0.9, "set", {"value": "0.8"}, 0.8),
     ],
 )
@@ -263,10 +290,12 @@ def test_step_rejects_unknown_names():
 
 
 @settings(max_examples=300, deadline=None)
-@given(lever=st.sampled_from([n for n, lv in LEVERS.items() if lv.kind in ("int", "fraction", "float")]),
-       current=st.one_of(st.integers(-4, 300000), st.floats(-1, 2, allow_nan=False)),
-       op=st.sampled_from(["raise", "lower", "halve", "double"]),
-       avoid=st.lists(st.integers(1, 300000), max_size=4))
+@given(
+    lever=st.sampled_from([n for n, lv in LEVERS.items() if lv.kind in ("int", "fraction", "float")]),
+    current=st.one_of(st.integers(-4, 300000), st.floats(-1, 2, allow_nan=False)),
+    op=st.sampled_from(["raise", "lower", "halve", "double"]),
+    avoid=st.lists(st.integers(1, 300000), max_size=4),
+)
 def test_step_never_repeats_and_respects_bounds_and_direction(lever, current, op, avoid):
     got = step(lever, current, op, avoid=avoid)
     if got is None:
@@ -281,11 +310,13 @@ def test_step_never_repeats_and_respects_bounds_and_direction(lever, current, op
 
 def test_ops_are_the_vocabulary_ops():
     from logdoctor.core import vocab
+
     assert OPS is vocab.OPS and set(OPS) == set(vocab.FIX_OPS)
 
 
 def test_spellings_come_from_the_engine_modules():
     from logdoctor.engines import ENGINES as REG
+
     for e in REG.values():
         for lever, side in e.lever_sides.items():
             assert LEVERS[lever].side(e.name) is side

@@ -1,5 +1,6 @@
 """explain must stay fast: reading, timeline, rules and classifier inference never import pandas, scikit-learn or
 numpy."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,11 @@ print(json.dumps(heavy), file=sys.stderr)
 
 
 def test_reading_a_log_imports_nothing_heavy():
-    code = ("import sys, json\nfrom logdoctor.input.read import read_bytes\nfrom logdoctor.timeline.build import build\n"
-            f"build(read_bytes(open({str(LOG)!r}, 'rb').read()).records)\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'sklearn', 'scipy'))))")
+    code = (
+        "import sys, json\nfrom logdoctor.input.read import read_bytes\nfrom logdoctor.timeline.build import build\n"
+        f"build(read_bytes(open({str(LOG)!r}, 'rb').read()).records)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'sklearn', 'scipy'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []
 

@@ -1,4 +1,5 @@
 """Property tests: the parse layer never raises, accounts for every line, and reassembles interleaved ranks."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,13 +23,21 @@ def test_arbitrary_bytes_never_raise_and_are_accounted(data):
 
 _LINE = st.one_of(
     st.text(max_size=120),
-    st.sampled_from([
-        "May 22 10:38:43 h python3[7]: [2026-05-22 10:38:43 TP0] Load weight begin. avail mem=78.80 GB",
-        "                                  File \"/x.py\", line 3, in f", "-- Boot 0123456789abcdef0123456789abcdef --",
-        '{"MESSAGE": "hi", "__REALTIME_TIMESTAMP": "1"}', '{"MESSAGE": [27, 91, 51, 50, 109, 104, 105]}',
-        "2026-05-22T10:38:43.123456789Z Traceback (most recent call last):", "sglang-1  | hello", "\x1b[31mred\x1b[0m",
-        "a\rb\rc", "(Worker_TP1 pid=3) ERROR 05-22 10:38:43 [x.py:1] boom", "torch.OutOfMemoryError: CUDA out of memory",
-    ]),
+    st.sampled_from(
+        [
+            "May 22 10:38:43 h python3[7]: [2026-05-22 10:38:43 TP0] Load weight begin. avail mem=78.80 GB",
+            '                                  File "/x.py", line 3, in f',
+            "-- Boot 0123456789abcdef0123456789abcdef --",
+            '{"MESSAGE": "hi", "__REALTIME_TIMESTAMP": "1"}',
+            '{"MESSAGE": [27, 91, 51, 50, 109, 104, 105]}',
+            "2026-05-22T10:38:43.123456789Z Traceback (most recent call last):",
+            "sglang-1  | hello",
+            "\x1b[31mred\x1b[0m",
+            "a\rb\rc",
+            "(Worker_TP1 pid=3) ERROR 05-22 10:38:43 [x.py:1] boom",
+            "torch.OutOfMemoryError: CUDA out of memory",
+        ]
+    ),
 )
 
 
@@ -55,13 +64,17 @@ def _alternate(a: list[str], b: list[str], a_first: bool) -> list[str]:
     out = []
     x, y = (a, b) if a_first else (b, a)
     for k in range(max(len(x), len(y))):
-        out += x[k:k + 1] + y[k:k + 1]
+        out += x[k : k + 1] + y[k : k + 1]
     return out
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 6), st.integers(1, 6), st.booleans(),
-       st.sampled_from(["torch.OutOfMemoryError: CUDA out of memory", "RuntimeError: NCCL error"]))
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.booleans(),
+    st.sampled_from(["torch.OutOfMemoryError: CUDA out of memory", "RuntimeError: NCCL error"]),
+)
 def test_interleaved_sglang_tracebacks_line_by_line(d0, d1, a_first, exc):
     """SGLang: only each traceback's first line has a rank prefix; two ranks interleaved line by line."""
     lines = _alternate(_traceback("TP0", exc, d0), _traceback("TP1", exc, d1), a_first)
@@ -69,11 +82,18 @@ def test_interleaved_sglang_tracebacks_line_by_line(d0, d1, a_first, exc):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 6), st.integers(1, 6), st.lists(st.booleans(), min_size=60, max_size=60),
-       st.sampled_from(["torch.OutOfMemoryError: CUDA out of memory", "RuntimeError: NCCL error"]))
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.lists(st.booleans(), min_size=60, max_size=60),
+    st.sampled_from(["torch.OutOfMemoryError: CUDA out of memory", "RuntimeError: NCCL error"]),
+)
 def test_interleaved_vllm_tracebacks_any_order(d0, d1, picks, exc):
     """vLLM: every line carries its process prefix; any interleaving is reassembled intact."""
-    pre = {r: f"(Worker_{r} pid={9 + k}) ERROR 05-22 10:38:43 [multiproc_executor.py:7] " for k, r in enumerate(("TP0", "TP1"))}
+    pre = {
+        r: f"(Worker_{r} pid={9 + k}) ERROR 05-22 10:38:43 [multiproc_executor.py:7] "
+        for k, r in enumerate(("TP0", "TP1"))
+    }
     a = [pre["TP0"] + l.split("] ", 1)[-1] if l.startswith("[") else pre["TP0"] + l for l in _traceback("TP0", exc, d0)]
     b = [pre["TP1"] + l.split("] ", 1)[-1] if l.startswith("[") else pre["TP1"] + l for l in _traceback("TP1", exc, d1)]
     lines, i, j = [], 0, 0

@@ -2,6 +2,7 @@
 linear on adversarial near-miss lines: the time for a 2n-character line over the time for an n-character line is
 a ratio, compared with the ratio a quadratic pattern shows (4), never an absolute timing. Issue 11: one line
 starting "(" + "a_" x 30 + "!" hung explain for minutes."""
+
 from __future__ import annotations
 
 import importlib
@@ -19,7 +20,7 @@ from logdoctor.verdict import crossattempt
 
 pytestmark = pytest.mark.slow  # tests/conftest.py: what counts as slow
 
-SKIP_MODULES = ("__main__", "classify.train", "evaluation")   # training code runs offline, never on a log line
+SKIP_MODULES = ("__main__", "classify.train", "evaluation")  # training code runs offline, never on a log line
 
 
 def _code_patterns() -> dict[str, tuple[re.Pattern, str]]:
@@ -40,13 +41,19 @@ def _code_patterns() -> dict[str, tuple[re.Pattern, str]]:
                 collect(x, where, depth + 1)
         elif type(obj).__name__ == "Marker":
             pats.setdefault(obj.pattern, (obj.regex, where))
-        elif isinstance(getattr(obj, "pattern", None), str) and not isinstance(obj, type) \
-                and type(obj).__module__.startswith("logdoctor"):
-            pats.setdefault(obj.pattern, (re.compile(obj.pattern), where))   # a pattern compiled on first use
+        elif (
+            isinstance(getattr(obj, "pattern", None), str)
+            and not isinstance(obj, type)
+            and type(obj).__module__.startswith("logdoctor")
+        ):
+            pats.setdefault(obj.pattern, (re.compile(obj.pattern), where))  # a pattern compiled on first use
 
     # tables of pattern strings compiled on first need (start-up, issue 11): checked as the regexes they become
-    for where, table in (("timeline.FRAME_PHASES", timeline.FRAME_PHASES), ("timeline.ERROR_PHASES",
-                         timeline.ERROR_PHASES), ("classify.features._FAMILIES", features._FAMILIES)):
+    for where, table in (
+        ("timeline.FRAME_PHASES", timeline.FRAME_PHASES),
+        ("timeline.ERROR_PHASES", timeline.ERROR_PHASES),
+        ("classify.features._FAMILIES", features._FAMILIES),
+    ):
         for p, _ in table:
             pats.setdefault(p, (re.compile(p), f"logdoctor.{where}"))
     for m in pkgutil.walk_packages(logdoctor.__path__, "logdoctor."):
@@ -64,7 +71,7 @@ GUARDED = {features._PATH.pattern, crossattempt._UNIT_IN_TEXT.pattern}
 
 
 def test_there_are_many_code_patterns():
-    assert len(PATTERNS) > 150   # module-level compiled patterns and every engine marker row
+    assert len(PATTERNS) > 150  # module-level compiled patterns and every engine marker row
 
 
 @pytest.mark.parametrize("pattern", sorted(PATTERNS))
@@ -107,7 +114,7 @@ def _near_misses(pattern: str):
 
 def _assert_linear(fn, head: str, unit: str, what: str, size: int = 5000):
     n = size // len(unit)
-    for _attempt in range(3):   # a shared CI machine stalls now and then; a quadratic pattern fails every time
+    for _attempt in range(3):  # a shared CI machine stalls now and then; a quadratic pattern fails every time
         t1 = _best(fn, head + unit * n + "!")
         t2 = _best(fn, head + unit * (2 * n) + "!")
         # a 10 kB line that takes under 2 ms is linear enough whatever the ratio says (timer noise at microseconds)
@@ -132,6 +139,7 @@ def test_guarded_path_mask_is_linear_on_near_miss_lines():
 
 def test_the_issue_lines_parse_at_once():
     from logdoctor.engines.prefixes import split_prefix
+
     for line in ("(" + "a_" * 30 + "!", "(EngineCore_DP0_pid_95201_worker_proc_local_rank_0_" + "x_" * 5000):
         _assert_linear(split_prefix, "", line, "split_prefix")
     p = split_prefix("(EngineCore_DP0 pid=95201) INFO 05-22 10:38:43 [core.py:93] hello")
@@ -141,4 +149,6 @@ def test_the_issue_lines_parse_at_once():
 def test_guarded_unit_search_is_linear_on_near_miss_lines():
     for head, unit in _near_misses(""):
         # ".service" in the line (so the guard lets it through) but no unit name to find
-        _assert_linear(lambda t: crossattempt._unit_in_text(t + " y.servicex"), head, unit, "crossattempt._unit_in_text")
+        _assert_linear(
+            lambda t: crossattempt._unit_in_text(t + " y.servicex"), head, unit, "crossattempt._unit_in_text"
+        )

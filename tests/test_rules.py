@@ -1,5 +1,6 @@
 """The rule base: lint clean, every rule wins on its examples and stays quiet on healthy fixtures, the catalogue
 is current, and the linter catches what it promises to."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,24 +33,34 @@ def test_rules_test_passes():
 
 def test_catalogue_is_current():
     from logdoctor.matching.docgen import catalogue_markdown
-    assert (ROOT / "docs" / "rules-catalogue.md").read_text() == catalogue_markdown(load_rules(())), \
+
+    assert (ROOT / "docs" / "rules-catalogue.md").read_text() == catalogue_markdown(load_rules(())), (
         "run: logdoctor rules docs --out docs/rules-catalogue.md"
+    )
 
 
 def test_every_taxonomy_cause_has_rules_for_sglang_and_vllm():
     rules = load_rules(())
     from logdoctor.core.vocab import CAUSES
+
     for cause in CAUSES:
         for engine in ("sglang", "vllm"):
             assert any(r.cause == cause and r.applies_to(engine) for r in rules), (cause, engine)
 
 
-@pytest.mark.parametrize("pattern,bad", [
-    (r"(a+)+$", True), (r"(\w+\s?)+x", True), (r"(.*)*", True),
-    # "_" is both the separator and a body character: "a_a_a_…" splits exponentially (issue 11's vLLM tag hang)
-    (r"(?:[ _][\w=.\-]+)*", True), (r"(?: [\w=.\-]+)*", False),
-    (r"Not enough memory\. Please try", False), (r"(?:\d+,)*\d+", False),
-])
+@pytest.mark.parametrize(
+    "pattern,bad",
+    [
+        (r"(a+)+$", True),
+        (r"(\w+\s?)+x", True),
+        (r"(.*)*", True),
+        # "_" is both the separator and a body character: "a_a_a_…" splits exponentially (issue 11's vLLM tag hang)
+        (r"(?:[ _][\w=.\-]+)*", True),
+        (r"(?: [\w=.\-]+)*", False),
+        (r"Not enough memory\. Please try", False),
+        (r"(?:\d+,)*\d+", False),
+    ],
+)
 def test_backtracking_detector(pattern, bad):
     assert (backtracking_risk(pattern) is not None) == bad
 
@@ -57,8 +68,10 @@ def test_backtracking_detector(pattern, bad):
 def test_lint_rejects_unknown_lever_duplicate_ids_and_schema_errors(tmp_path):
     d = tmp_path / "kv_cache_oom"
     d.mkdir()
-    (d / "a.yaml").write_text("id: x.a\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: foo}\n"
-                              "fixes:\n  - {lever: mem_fractoin, op: raise}\n")
+    (d / "a.yaml").write_text(
+        "id: x.a\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: foo}\n"
+        "fixes:\n  - {lever: mem_fractoin, op: raise}\n"
+    )
     with pytest.raises(RuleError, match=r"a.yaml:6: unknown lever 'mem_fractoin'"):
         load_rule_file(d / "a.yaml")
     (d / "a.yaml").write_text("id: x.a\ncause: kv_cache_oom\ntitle: t t\nmatch: {message: '(a+)+b'}\nexamples: []\n")

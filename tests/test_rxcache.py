@@ -1,5 +1,6 @@
 """The compiled-regex cache (logdoctor/core/rxcache.py) gives the very pattern `re.compile` gives, cold and warm, for every
 regex the package compiles, and falls back to `re.compile` on a damaged, foreign or other-interpreter file."""
+
 from __future__ import annotations
 
 import re
@@ -80,7 +81,9 @@ def test_damaged_or_foreign_file_falls_back(fresh, monkeypatch):
     # a damaged program under the right key is dropped and the pattern compiled as usual
     monkeypatch.setattr(rxcache, "_table", {(r"\d+y", 0): (0, b"\x3f\x42\x0f\x00", 0, {}, ())})
     assert rxcache.compile(r"\d+y") == re.compile(r"\d+y")
-    assert (r"\d+y", 0) not in rxcache._table or rxcache._build(r"\d+y", rxcache._table[(r"\d+y", 0)]) == re.compile(r"\d+y")
+    assert (r"\d+y", 0) not in rxcache._table or rxcache._build(r"\d+y", rxcache._table[(r"\d+y", 0)]) == re.compile(
+        r"\d+y"
+    )
 
 
 def test_explain_writes_then_uses_the_cache(tmp_path):

@@ -1,5 +1,6 @@
 """The chunked reader and its bounded record store (stream.py, issue 11): same records, same line accounting and the
 same verdict as reading the input whole, with routine serving lines bounded by the ring."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,23 @@ def _whole(path: Path):
 
 
 def _fields(r):
-    return (r.line, r.end_line, r.msg, r.text, r.fmt, r.ts, r.host, r.pid, r.transport, r.level, r.rank, r.proc,
-            r.continuation, r.prefix_engine, r.extra)
+    return (
+        r.line,
+        r.end_line,
+        r.msg,
+        r.text,
+        r.fmt,
+        r.ts,
+        r.host,
+        r.pid,
+        r.transport,
+        r.level,
+        r.rank,
+        r.proc,
+        r.continuation,
+        r.prefix_engine,
+        r.extra,
+    )
 
 
 @pytest.mark.parametrize("path", JOURNALS[::7], ids=lambda p: p.parent.name)
@@ -44,7 +60,9 @@ def test_small_chunks_give_the_same_records_and_stats(path):
 
 def test_invalid_utf8_across_chunks(tmp_path):
     p = tmp_path / "bad.log"
-    p.write_bytes(b"".join(b"May 10 00:00:%02d h python3[1]: caf\xe9 \xff line %d\n" % (i % 60, i) for i in range(3000)))
+    p.write_bytes(
+        b"".join(b"May 10 00:00:%02d h python3[1]: caf\xe9 \xff line %d\n" % (i % 60, i) for i in range(3000))
+    )
     whole, got = _whole(p), stream.read_file(str(p), chunk=1000)
     assert got.stats.bad_bytes == whole.stats.bad_bytes == 6000
     assert [r.msg for r in got.records] == [r.msg for r in whole.records]
@@ -61,16 +79,23 @@ def _verdict(res):
 
 def test_long_serving_stretch_is_bounded_and_verdict_unchanged(tmp_path):
     p = tmp_path / "serving.log"
-    make_inputs.serving_then_kv(p, 1_500_000, tb_every=900)   # ~8 000 serving lines, handled tracebacks, then the failure
+    make_inputs.serving_then_kv(
+        p, 1_500_000, tb_every=900
+    )  # ~8 000 serving lines, handled tracebacks, then the failure
     whole = _whole(p)
     got = stream.read_file(str(p), ring=500)
-    assert got.stats == whole.stats                           # every line still read and counted
-    assert len(got.records) < len(whole.records) / 2          # the oldest routine lines are gone
+    assert got.stats == whole.stats  # every line still read and counted
+    assert len(got.records) < len(whole.records) / 2  # the oldest routine lines are gone
     kept = {r.line for r in got.records}
     # every line that can be evidence stays: tracebacks, errors, systemd, the launch and the failure
     for r in whole.records:
-        if r.transport != "service" or r.level not in (None, "INFO") or "Traceback" in r.msg or "Error" in r.msg \
-                or r.msg[:1].isspace():
+        if (
+            r.transport != "service"
+            or r.level not in (None, "INFO")
+            or "Traceback" in r.msg
+            or "Error" in r.msg
+            or r.msg[:1].isspace()
+        ):
             assert r.line in kept, (r.line, r.msg)
     assert [r.line for r in got.records] == sorted(r.line for r in got.records)
     assert _verdict(got) == _verdict(whole)
@@ -99,8 +124,11 @@ def test_damage_is_repaired_and_counted_across_chunks(tmp_path):
 def _accounted(stderr: str, origin: str, n: int) -> None:
     """--stats accounts for every one of the n input lines: read n == parsed + unparsed (0) + the routine lines the
     scan passed over without a line parse (a large input goes through the scan: scan/reader.py)."""
-    m = re.search(rf"{re.escape(origin)}: lines: read (\d+), parsed (\d+), unparsed 0, skipped \d+; (\d+) routine lines "
-                  "passed by the scan", stderr)
+    m = re.search(
+        rf"{re.escape(origin)}: lines: read (\d+), parsed (\d+), unparsed 0, skipped \d+; (\d+) routine lines "
+        "passed by the scan",
+        stderr,
+    )
     assert m, stderr[-500:]
     read_, parsed, scanned = map(int, m.groups())
     assert read_ == n == parsed + scanned and 0 < parsed < n
@@ -112,8 +140,13 @@ def test_cli_streams_a_big_file(tmp_path):
     make_inputs.serving_then_kv(p, stream.STREAM_MIN + 200_000)
     assert stream.wants_stream(str(p))
     env = dict(os.environ, NO_COLOR="1")
-    proc = subprocess.run([sys.executable, "-m", "logdoctor", "explain", "--no-history", "--stats", "--format", "json",
-                           str(p)], capture_output=True, cwd=ROOT, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "explain", "--no-history", "--stats", "--format", "json", str(p)],
+        capture_output=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     n = p.read_bytes().count(b"\n")
     _accounted(proc.stderr.decode(), str(p), n)
     got = json.loads(proc.stdout)

@@ -1,4 +1,5 @@
 """Timeline: phases per rank, failing rank, attempts, effective config, window awareness, phase inference."""
+
 from __future__ import annotations
 
 from pathlib import Path

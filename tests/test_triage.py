@@ -1,6 +1,7 @@
 """Batch triage on an archive generated here from our fixtures: many hosts, rotated and gzipped files, a tar.gz,
 real .journal files (systemd-journal-remote, two units), a corrupt .gz, a binary file, an empty file and a log with
 <script> in it. Expected counts come from `logdoctor.diagnose` on the same logs, not from constants."""
+
 from __future__ import annotations
 
 import gzip
@@ -34,10 +35,20 @@ ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "journals"
 EXPORT = FIX / "formats" / "export" / "sglang-tp2-graph-capture.export"
 # a spread of causes and engines; seed-all-attempts holds three attempts and an Xid on one host
-CASES = ("seed-all-attempts", "sglang-graph_capture_fault-unsafe-gdn-h100", "sglang-hardware_fault-xid94-serving",
-         "vllm-healthy-llama8b", "sglang-healthy-llama8b-classic", "sglang-kv_cache_oom-llama70b-a100-classic",
-         "sglang-kv_cache_oom-qwen3-32b-l40s-attempts", "sglang-port_in_use-http-attempts", "vllm-hardware_fault-attempts",
-         "sglang-host_oom-tail", "sglang-healthy-after-port-retry", "vllm-healthy-after-kv-fix")
+CASES = (
+    "seed-all-attempts",
+    "sglang-graph_capture_fault-unsafe-gdn-h100",
+    "sglang-hardware_fault-xid94-serving",
+    "vllm-healthy-llama8b",
+    "sglang-healthy-llama8b-classic",
+    "sglang-kv_cache_oom-llama70b-a100-classic",
+    "sglang-kv_cache_oom-qwen3-32b-l40s-attempts",
+    "sglang-port_in_use-http-attempts",
+    "vllm-hardware_fault-attempts",
+    "sglang-host_oom-tail",
+    "sglang-healthy-after-port-retry",
+    "vllm-healthy-after-kv-fix",
+)
 SCRIPT = "<script>document.body.setAttribute('data-pwned','1')</script>"
 
 
@@ -62,7 +73,7 @@ def archive(tmp_path_factory):
         text = (FIX / case / "journal.log").read_text()
         host_dir = root / "hosts" / f"node-{i:02d}"
         host_dir.mkdir(parents=True)
-        if i % 3 == 0:      # rotated: the current log plain, the rotated-out one (an earlier log) gzipped
+        if i % 3 == 0:  # rotated: the current log plain, the rotated-out one (an earlier log) gzipped
             p = host_dir / "engine.log"
             p.write_text(text)
             expected[(str(p), None)] = _attempts(text)
@@ -91,8 +102,9 @@ def archive(tmp_path_factory):
             expected[(str(tpath), name)] = _attempts(data.decode())
     # a log with <script> in the decisive error line
     bad_text = (FIX / "sglang-graph_capture_fault-unsafe-gdn-h100" / "journal.log").read_text()
-    bad_text = bad_text.replace("operation not permitted when stream is capturing",
-                                f"operation not permitted when stream is capturing {SCRIPT}")
+    bad_text = bad_text.replace(
+        "operation not permitted when stream is capturing", f"operation not permitted when stream is capturing {SCRIPT}"
+    )
     sp = root / "hosts" / "script-host" / "engine.log"
     sp.parent.mkdir(parents=True)
     sp.write_text(bad_text)
@@ -113,13 +125,23 @@ def archive(tmp_path_factory):
         last = entries[-1]
         extra = []
         for k in range(3):
-            extra.append({"__REALTIME_TIMESTAMP": str(int(last["__REALTIME_TIMESTAMP"]) + 1000 + k),
-                          "_BOOT_ID": last["_BOOT_ID"].decode(), "_HOSTNAME": "gpu-node-7", "_TRANSPORT": "stdout",
-                          "_SYSTEMD_UNIT": "sshd.service", "SYSLOG_IDENTIFIER": "sshd", "_PID": "999",
-                          "PRIORITY": "6", "MESSAGE": f"Accepted publickey for ops from 10.0.0.{k} port 22"})
+            extra.append(
+                {
+                    "__REALTIME_TIMESTAMP": str(int(last["__REALTIME_TIMESTAMP"]) + 1000 + k),
+                    "_BOOT_ID": last["_BOOT_ID"].decode(),
+                    "_HOSTNAME": "gpu-node-7",
+                    "_TRANSPORT": "stdout",
+                    "_SYSTEMD_UNIT": "sshd.service",
+                    "SYSLOG_IDENTIFIER": "sshd",
+                    "_PID": "999",
+                    "PRIORITY": "6",
+                    "MESSAGE": f"Accepted publickey for ops from 10.0.0.{k} port 22",
+                }
+            )
         jdir = root / "journal" / "gpu-node-7"
         make_journal(write_export(entries + extra), jdir / "system.journal")
         from logdoctor.input.read import read_bytes
+
         expected[(str(jdir), None)] = _attempts(read_bytes(EXPORT.read_bytes()))
     return root, expected, jdir
 
@@ -144,7 +166,7 @@ def test_rows_per_input_match_diagnose(archive):
     assert f["signature"].notna().all() and f["cause"].notna().all()
     assert (f["evidence"].notna() | (f["cause"] == "unknown")).all()
     # the last attempt of each plain log agrees with diagnose (the verdict explain gives)
-    for (src, member) in expected:
+    for src, member in expected:
         if member is None and src.endswith("engine.log"):
             d = logdoctor.diagnose(Path(src).read_text())
             last = df[df["source"] == src].sort_values("attempt").iloc[-1]
@@ -194,12 +216,17 @@ def test_cli_exit_2_json_and_formats(archive, tmp_path):
     pq = subprocess.run(exe + ["--format", "parquet", "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert pq.returncode == 2 and len(pd.read_parquet(out)) == len(doc["attempts"])
     # a clean subset reads fully: exit 0
-    ok = subprocess.run([sys.executable, "-m", "logdoctor", "triage", str(root / "hosts")], capture_output=True,
-                        text=True, timeout=300)
+    ok = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "triage", str(root / "hosts")], capture_output=True, text=True, timeout=300
+    )
     assert ok.returncode == 0, ok.stderr
     # usage error: one line, exit 2
-    u = subprocess.run([sys.executable, "-m", "logdoctor", "triage", str(root), "--format", "html"],
-                       capture_output=True, text=True, timeout=60)
+    u = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "triage", str(root), "--format", "html"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert u.returncode == 2 and "--out" in u.stderr and "Traceback" not in u.stderr
 
 
@@ -222,8 +249,18 @@ def test_host_suspect_from_configurations():
     rows = []
 
     def row(host, cfg, outcome, cause=None):
-        rows.append({"host": host, "config_id": cfg, "outcome": outcome, "cause": cause, "status":
-                     "diagnosed" if outcome == "failed" else "healthy", "hardware_evidence": None, "evidence": None})
+        rows.append(
+            {
+                "host": host,
+                "config_id": cfg,
+                "outcome": outcome,
+                "cause": cause,
+                "status": "diagnosed" if outcome == "failed" else "healthy",
+                "hardware_evidence": None,
+                "evidence": None,
+            }
+        )
+
     row("bad-1", "A", "failed", "illegal_memory_access")
     row("bad-1", "B", "failed", "graph_capture_fault")
     row("good-2", "A", "ready")
@@ -254,7 +291,7 @@ def test_filters_and_year(archive, tmp_path):
     p = tmp_path / "h" / "engine.log"
     p.parent.mkdir()
     p.write_text((FIX / "sglang-healthy-llama8b-classic" / "journal.log").read_text())
-    os.utime(p, (1700000000, 1700000000))     # 2023-11-14
+    os.utime(p, (1700000000, 1700000000))  # 2023-11-14
     r = _rows(run([str(p)], jobs=1).frame)
     if (r["year_source"] == "file metadata").any():
         assert (r["start_time"].dt.year <= 2023).all()
@@ -271,13 +308,14 @@ def test_dask_local_cluster_same_frame(archive):
     distributed = pytest.importorskip("distributed")
     root, _, _ = archive
     local = run([str(root)], jobs=1).frame
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    ) as cluster:
         assert len(cluster.workers) == 2
         pids = set()
         with distributed.Client(cluster) as client:
             pids = set(client.run(os.getpid).values())
-        assert len(pids) == 2 and os.getpid() not in pids     # two real worker processes
+        assert len(pids) == 2 and os.getpid() not in pids  # two real worker processes
         remote = logdoctor.triage([str(root)], scheduler=cluster.scheduler_address)
     pd.testing.assert_frame_equal(local, remote)
 
@@ -297,7 +335,7 @@ def test_every_fixture_agrees_with_diagnose():
         assert (last["outcome"] == "failed") == d.failed, log
         assert last["phase"] == d.phase, log
         if d.failed:
-            rule = last["rule"] if isinstance(last["rule"], str) else None   # pandas keeps a missing rule as NaN
+            rule = last["rule"] if isinstance(last["rule"], str) else None  # pandas keeps a missing rule as NaN
             assert (last["cause"], rule) == (d.cause, d.rule), log
         n += 1
     assert n >= 200
@@ -309,6 +347,7 @@ def test_progress_bar_on_a_terminal_only(archive):
     quiet = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert quiet.returncode == 0 and "files" not in quiet.stderr and "it/s" not in quiet.stderr
     import pty
+
     master, slave = pty.openpty()
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=slave, timeout=300)
@@ -317,7 +356,7 @@ def test_progress_bar_on_a_terminal_only(archive):
     finally:
         os.close(master)
     assert p.returncode == 0
-    assert "triage" in err and "files" in err and "B/s" in err     # files done, bytes, rate
+    assert "triage" in err and "files" in err and "B/s" in err  # files done, bytes, rate
 
 
 def test_a_kernel_log_whose_xid_killed_the_engine_gets_a_row(tmp_path):
@@ -329,10 +368,13 @@ def test_a_kernel_log_whose_xid_killed_the_engine_gets_a_row(tmp_path):
         "Nov 30 03:12:09 node7 kernel: NVRM: GPU at PCI:0000:b3:00: GPU-5f1e9a42-0c1d-4b8e-9e77-1a2b3c4d5e6f\n"
         "Nov 30 03:12:09 node7 kernel: NVRM: Xid (PCI:0000:b3:00): 79, pid=771204, name=python3, "
         "GPU has fallen off the bus.\n"
-        "Nov 30 03:12:09 node7 kernel: NVRM: GPU 0000:b3:00.0: GPU has fallen off the bus.\n")
+        "Nov 30 03:12:09 node7 kernel: NVRM: GPU 0000:b3:00.0: GPU has fallen off the bus.\n"
+    )
     quiet = tmp_path / "node8-kernel.log"
-    quiet.write_text("Nov 30 03:12:09 node8 kernel: nvidia-nvswitch0: open (major=509)\n"
-                     "Nov 30 03:12:10 node8 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15\n")
+    quiet.write_text(
+        "Nov 30 03:12:09 node8 kernel: nvidia-nvswitch0: open (major=509)\n"
+        "Nov 30 03:12:10 node8 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15\n"
+    )
     d = logdoctor.diagnose(bad)
     assert d.failed
     r = run([str(bad), str(quiet)], jobs=1)

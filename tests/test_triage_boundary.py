@@ -5,6 +5,7 @@ Regression (issue 13 after issue 10): a two-rank SGLang crash whose traceback ca
 `server_args=` anywhere on a line), so triage diagnosed a truncated traceback as `unknown`. Every process-manager
 prefix of logdoctor/input/formats/wrappers.py is checked, on the same crash re-wrapped, against `diagnose`.
 """
+
 from __future__ import annotations
 
 import io
@@ -48,7 +49,7 @@ def _ranked_lines() -> list[tuple[int, str]]:
 def test_wrapped_two_rank_crash_is_one_attempt_like_diagnose(tmp_path, wrapper):
     wrap = WRAPPERS[wrapper]
     text = "".join((wrap(n) if n >= 0 else "") + body + "\n" for n, body in _ranked_lines())
-    assert text.count("server_args=") >= 4     # two config dumps and two traceback calls
+    assert text.count("server_args=") >= 4  # two config dumps and two traceback calls
     log = tmp_path / f"{wrapper}.log"
     log.write_text(text)
     segs = list(scan(io.BytesIO(text.encode()), _prefilter()))
@@ -72,11 +73,19 @@ def test_boundary_check_reads_the_logs_own_prefixes():
 
 def test_healthy_selection_keeps_a_progress_bar_once_not_per_update():
     from logdoctor.scan.scan import _thin_bars
-    bar = [(10 + i, f"[TP0] Capturing batches (bs={i} avail_mem=70.{i} GB): {' ' * (i < 10)}{i * 10}%|{'#' * i}| {i}/10"
-            .encode()) for i in range(11)]
+
+    bar = [
+        (
+            10 + i,
+            f"[TP0] Capturing batches (bs={i} avail_mem=70.{i} GB): {' ' * (i < 10)}{i * 10}%|{'#' * i}| {i}/10".encode(),
+        )
+        for i in range(11)
+    ]
     other = [(30, b"[TP0] Load weight end. elapsed=3.2 s"), (31, b"[TP1] Load weight end. elapsed=3.3 s")]
-    other_bar = [(40, b"Capturing CUDA graphs (decode, FULL):  50%|#####     | 5/10"),
-                 (41, b"Capturing CUDA graphs (decode, FULL): 100%|##########| 10/10")]
+    other_bar = [
+        (40, b"Capturing CUDA graphs (decode, FULL):  50%|#####     | 5/10"),
+        (41, b"Capturing CUDA graphs (decode, FULL): 100%|##########| 10/10"),
+    ]
     got = _thin_bars(bar + other + other_bar)
     assert got == [bar[0], bar[-1]] + other + other_bar
     assert _thin_bars(other) == other
@@ -93,5 +102,8 @@ def test_a_crash_keeps_its_own_engine_after_attempts_of_another(tmp_path):
     df = logdoctor.triage([str(log)], jobs=1).sort_values("attempt")
     assert list(df["engine"]) == ["vllm"] * 3 + ["sglang"]
     last = df.iloc[-1]
-    assert (last["outcome"], last["cause"], last["rule"] if isinstance(last["rule"], str) else None) == \
-        ("failed", d.cause, d.rule)
+    assert (last["outcome"], last["cause"], last["rule"] if isinstance(last["rule"], str) else None) == (
+        "failed",
+        d.cause,
+        d.rule,
+    )

@@ -6,6 +6,7 @@ Why it can differ at all: Hyperscan runs on bytes (prefilter mode, widened patte
 line with non-ASCII bytes is always handed to RE2 (prefilter.HyperscanLines.NON_ASCII). This test is what says the
 two paths agree; without hyperscan installed there is only one path and it skips.
 """
+
 from __future__ import annotations
 
 import io
@@ -34,8 +35,10 @@ def both():
 
 def _segments(data: bytes, pf: Prefilter) -> list[tuple]:
     stats = scanmod.ScanStats()
-    segs = [(s.first_line, s.nlines, s.nbytes, s.signal, s.hits + list(s.hits_tail), s.lines(full=s.signal))
-            for s in scanmod.scan(io.BytesIO(data), pf, stats=stats)]
+    segs = [
+        (s.first_line, s.nlines, s.nbytes, s.signal, s.hits + list(s.hits_tail), s.lines(full=s.signal))
+        for s in scanmod.scan(io.BytesIO(data), pf, stats=stats)
+    ]
     return [segs, stats.lines, stats.hits, stats.long_lines]
 
 
@@ -48,7 +51,7 @@ def test_fixture_logs_scan_alike(both):
         got, want = _segments(data, hs), _segments(data, re2)
         assert got == want, p
         hits += got[2]
-    assert hits > 10000        # the fixtures do exercise the prefilter
+    assert hits > 10000  # the fixtures do exercise the prefilter
 
 
 def _noise(rnd: random.Random, n: int) -> bytes:
@@ -59,8 +62,10 @@ def _noise(rnd: random.Random, n: int) -> bytes:
     for i in range(n):
         k = rnd.random()
         if k < 0.7:
-            out.append(f"May 23 10:00:{i % 60:02d} h1 python3[2314]: [2026-05-23 10:00:00 TP0] Decode batch. "
-                       f"#running-req: {rnd.randrange(64)}, gen throughput (token/s): {rnd.random():.1f}".encode())
+            out.append(
+                f"May 23 10:00:{i % 60:02d} h1 python3[2314]: [2026-05-23 10:00:00 TP0] Decode batch. "
+                f"#running-req: {rnd.randrange(64)}, gen throughput (token/s): {rnd.random():.1f}".encode()
+            )
         elif k < 0.85:
             src = rnd.choice(fixtures)
             out.append(rnd.choice(src) if src else b"")
@@ -68,7 +73,7 @@ def _noise(rnd: random.Random, n: int) -> bytes:
             w = rnd.choice(words).encode("utf-8", "surrogateescape")
             line = rnd.choice(rnd.choice(fixtures) or [b"x"])
             cut = rnd.randrange(len(line) + 1)
-            out.append(line[:cut] + w + line[cut:])          # a non-ASCII byte inside a marker or error line
+            out.append(line[:cut] + w + line[cut:])  # a non-ASCII byte inside a marker or error line
         else:
             out.append(bytes(rnd.randrange(1, 256) for _ in range(rnd.randrange(1, 300))).replace(b"\n", b" "))
     return b"\n".join(out) + b"\n"
@@ -76,7 +81,7 @@ def _noise(rnd: random.Random, n: int) -> bytes:
 
 def test_noise_with_non_ascii_scans_alike(both, monkeypatch):
     hs, re2 = both
-    monkeypatch.setattr(scanmod, "CHUNK", 1 << 16)         # many buffer edges
+    monkeypatch.setattr(scanmod, "CHUNK", 1 << 16)  # many buffer edges
     rnd = random.Random(7)
     for _ in range(4):
         data = _noise(rnd, 6000)
@@ -110,11 +115,11 @@ def test_a_multibyte_character_where_a_pattern_counts_one(both):
         "in the \u2018quantization\u2019 argument (awq).",
         "ValueError: " + "\u65e5\u672c" * 90 + " must be divisible by 8",
     ]
-    noise = b"May 23 10:00:00 h1 python3[1]: [2026-05-23 10:00:00] INFO:     10.0.0.1:5 - \"POST /generate\" 200 OK\n"
+    noise = b'May 23 10:00:00 h1 python3[1]: [2026-05-23 10:00:00] INFO:     10.0.0.1:5 - "POST /generate" 200 OK\n'
     data = noise * 50 + "".join(line + "\n" for line in lines).encode() + noise * 50
     got, want = _segments(data, hs), _segments(data, re2)
-    assert [h[1].decode() for h in want[0][0][4]] == lines       # RE2 does select both lines ...
-    assert got == want                                          # ... and so does the Hyperscan path
+    assert [h[1].decode() for h in want[0][0][4]] == lines  # RE2 does select both lines ...
+    assert got == want  # ... and so does the Hyperscan path
 
 
 def _cache_files(d: Path) -> list[Path]:
@@ -133,7 +138,7 @@ def test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt(tmp_path, monkey
     (entry,) = _cache_files(tmp_path)
     want = _segments(data, first)
 
-    compiled = []       # one entry per start that found no usable database in the cache
+    compiled = []  # one entry per start that found no usable database in the cache
     real = prefilter._cached_database
 
     def spy(*args):
@@ -141,9 +146,10 @@ def test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt(tmp_path, monkey
         if db is None:
             compiled.append(1)
         return db
+
     monkeypatch.setattr(prefilter, "_cached_database", spy)
     loaded = Prefilter(scanner="hyperscan")
-    assert not compiled and loaded.scanner == "hyperscan"           # from the cache
+    assert not compiled and loaded.scanner == "hyperscan"  # from the cache
     assert _segments(data, loaded) == want
 
     good = entry.read_bytes()
@@ -155,11 +161,11 @@ def test_compiled_database_is_cached_and_a_bad_entry_is_rebuilt(tmp_path, monkey
         entry.write_bytes(bad)
         compiled.clear()
         pf = Prefilter(scanner="hyperscan")
-        assert compiled and pf.scanner == "hyperscan", bad[:16]    # compiled again ...
-        assert entry.read_bytes() == good                             # ... and stored again
+        assert compiled and pf.scanner == "hyperscan", bad[:16]  # compiled again ...
+        assert entry.read_bytes() == good  # ... and stored again
         assert _segments(data, pf) == want
 
-    entry.chmod(0o666)                                               # writable by others: not ours to trust
+    entry.chmod(0o666)  # writable by others: not ours to trust
     compiled.clear()
     Prefilter(scanner="hyperscan")
     assert compiled
@@ -182,7 +188,7 @@ def test_pattern_groups_are_cached_and_a_bad_entry_is_probed_again(tmp_path, mon
         probes = []
         monkeypatch.setattr(prefilter, "_valid", lambda p, real=prefilter._valid: (probes.append(p), real(p))[1])
         prefilter.groups.cache_clear()
-        assert prefilter.groups() == fresh and not probes             # from the cache: nothing probed
+        assert prefilter.groups() == fresh and not probes  # from the cache: nothing probed
         lists = json.loads(entry.read_text())
         for bad in ("{not json", json.dumps([lists[0], lists[1] + [".*"], lists[2], lists[3]]), json.dumps([1, 2])):
             entry.write_text(bad)

@@ -5,6 +5,7 @@
 - the prefilter never hides a failure: every segment that a full parse finds failed carried a prefilter signal;
 - the reduced parse of a big healthy attempt (head + hits + tail) gives the row a full parse gives.
 """
+
 from __future__ import annotations
 
 import io
@@ -38,12 +39,14 @@ def _rows(text: str, source: str = "x.log") -> list[dict]:
 
 def _perturb(text: str) -> str:
     """Change what differs between two occurrences of one crash, not what it is."""
-    t = re.sub(r"\[(\d{3,7})\]", lambda m: f"[{int(m[1]) + 4242}]", text)                       # journal PIDs
+    t = re.sub(r"\[(\d{3,7})\]", lambda m: f"[{int(m[1]) + 4242}]", text)  # journal PIDs
     t = re.sub(r"\bpid[= ](\d+)", lambda m: f"pid={int(m[1]) + 17}", t)
-    t = re.sub(r"/models/", "/mnt/nfs/weights/", t)                                               # paths
+    t = re.sub(r"/models/", "/mnt/nfs/weights/", t)  # paths
     t = re.sub(r"/usr/local/lib/python3\.\d+/", "/opt/venv/lib/python3.12/", t)
-    t = re.sub(r"Tried to allocate (\d+(?:\.\d+)?) ([GM]iB)", lambda m: f"Tried to allocate {float(m[1]) * 1.5:.2f} {m[2]}", t)
-    t = re.sub(r"0x[0-9a-f]{6,}", lambda m: hex(int(m[0], 16) ^ 0x5a5a50), t)                  # addresses
+    t = re.sub(
+        r"Tried to allocate (\d+(?:\.\d+)?) ([GM]iB)", lambda m: f"Tried to allocate {float(m[1]) * 1.5:.2f} {m[2]}", t
+    )
+    t = re.sub(r"0x[0-9a-f]{6,}", lambda m: hex(int(m[0], 16) ^ 0x5A5A50), t)  # addresses
     t = re.sub(r"\bcuda:(\d)\b", lambda m: f"cuda:{(int(m[1]) + 1) % 8}", t)
     return t
 
@@ -67,14 +70,16 @@ def test_one_crash_is_not_split(fixture_rows):
         assert len(pert) == len(base), case
         for a, b in zip(base, pert):
             if (a["cause"], a["rule"]) != (b["cause"], b["rule"]):
-                continue     # the diagnosis itself moved (a size crossed a rule's threshold): not a signature matter
+                continue  # the diagnosis itself moved (a size crossed a rule's threshold): not a signature matter
             assert a["signature"] == b["signature"], (case, a["error_template"], b["error_template"])
             checked += 1
     assert checked >= 100
 
 
 def test_unrelated_crashes_are_not_merged(fixture_rows):
-    labels = {c: yaml.safe_load((FIX / c / "label.yaml").read_text()) for c in CASES if (FIX / c / "label.yaml").exists()}
+    labels = {
+        c: yaml.safe_load((FIX / c / "label.yaml").read_text()) for c in CASES if (FIX / c / "label.yaml").exists()
+    }
     by_sig: dict[str, set] = defaultdict(set)
     templates: dict[str, set] = defaultdict(set)
     for case, rows in fixture_rows.items():
@@ -94,15 +99,22 @@ def test_unrelated_crashes_are_not_merged(fixture_rows):
 
 
 def test_mask_removes_variable_parts():
-    a = mask("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity "
-             "of 79.19 GiB of which 1.06 GiB is free. Process 123456 has 78.12 GiB memory in use.")
-    b = mask("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 7 has a total capacity "
-             "of 139.81 GiB of which 200.06 MiB is free. Process 99 has 139.1 GiB memory in use.")
+    a = mask(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity "
+        "of 79.19 GiB of which 1.06 GiB is free. Process 123456 has 78.12 GiB memory in use."
+    )
+    b = mask(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 7 has a total capacity "
+        "of 139.81 GiB of which 200.06 MiB is free. Process 99 has 139.1 GiB memory in use."
+    )
     assert a == b
-    assert mask("OSError: [Errno 98] Address already in use: ('0.0.0.0', 30000)") == \
-        mask("OSError: [Errno 98] Address already in use: ('10.1.2.3', 8000)")
+    assert mask("OSError: [Errno 98] Address already in use: ('0.0.0.0', 30000)") == mask(
+        "OSError: [Errno 98] Address already in use: ('10.1.2.3', 8000)"
+    )
     assert mask("FileNotFoundError: /models/a/config.json") == mask("FileNotFoundError: /data/b/c/config.json")
-    assert mask("RuntimeError: NCCL error: unhandled system error") != mask("RuntimeError: NCCL error: remote process exited")
+    assert mask("RuntimeError: NCCL error: unhandled system error") != mask(
+        "RuntimeError: NCCL error: remote process exited"
+    )
 
 
 def test_prefilter_never_hides_a_failure():
@@ -118,14 +130,16 @@ def test_prefilter_never_hides_a_failure():
 def _noise(n: int) -> str:
     out = []
     for i in range(n):
-        out.append(f"May 22 11:{i // 60 % 60:02d}:{i % 60:02d} h200-qwen-03 python3[115949]: [2026-05-22 11:00:00 TP0] "
-                   f"Decode batch. #running-req: {i % 50}, #token: {i * 7 % 90000}, token usage: 0.{i % 99:02d}, "
-                   f"cuda graph: True, gen throughput (token/s): {i % 3000}.5, #queue-req: 0")
+        out.append(
+            f"May 22 11:{i // 60 % 60:02d}:{i % 60:02d} h200-qwen-03 python3[115949]: [2026-05-22 11:00:00 TP0] "
+            f"Decode batch. #running-req: {i % 50}, #token: {i * 7 % 90000}, token usage: 0.{i % 99:02d}, "
+            f"cuda graph: True, gen throughput (token/s): {i % 3000}.5, #queue-req: 0"
+        )
     return "\n".join(out) + "\n"
 
 
 def test_reduced_parse_of_a_big_attempt_matches_the_full_one(monkeypatch):
-    monkeypatch.setattr(scan_mod, "SMALL_SEGMENT", 200_000)   # force the head + hits + tail path
+    monkeypatch.setattr(scan_mod, "SMALL_SEGMENT", 200_000)  # force the head + hits + tail path
     healthy = (FIX / "sglang-healthy-llama8b-classic" / "journal.log").read_text()
     failing = (FIX / "sglang-hardware_fault-xid94-serving" / "journal.log").read_text()
     for text, cut in ((healthy, None), (failing, "NVRM")):
@@ -152,7 +166,7 @@ def test_scanner_cuts_attempts_and_flags_signals(engine):
     text = (FIX / "seed-all-attempts" / "journal.log").read_bytes()
     segs = list(scan_mod.scan(io.BytesIO(text), Prefilter(engine)))
     assert len(segs) == len(logdoctor.diagnose(text.decode()).attempts) == 3
-    assert all(s.signal for s in segs)           # every attempt of that story failed
+    assert all(s.signal for s in segs)  # every attempt of that story failed
     assert [s.first_line for s in segs] == sorted(s.first_line for s in segs)
     assert sum(s.nlines for s in segs) == text.count(b"\n")
     noise = _noise(3000).encode()

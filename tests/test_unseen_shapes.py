@@ -1,6 +1,7 @@
 """Issue 10: windows and shapes that real `journalctl` output has and hand-written fixtures do not. Each mechanism
 has fixtures of its own (fixtures/journals/u10-*) and a test here; the two window perturbations run over every
 failing fixture."""
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,17 @@ LD = [sys.executable, "-m", "logdoctor"]
 
 def explain_json(path_or_text, *extra) -> tuple[dict, int]:
     if isinstance(path_or_text, Path):
-        p = subprocess.run(LD + ["explain", str(path_or_text), "--format", "json", *extra], capture_output=True,
-                           text=True, cwd=ROOT)
+        p = subprocess.run(
+            LD + ["explain", str(path_or_text), "--format", "json", *extra], capture_output=True, text=True, cwd=ROOT
+        )
     else:
-        p = subprocess.run(LD + ["explain", "-", "--format", "json", *extra], input=path_or_text, capture_output=True,
-                           text=True, cwd=ROOT)
+        p = subprocess.run(
+            LD + ["explain", "-", "--format", "json", *extra],
+            input=path_or_text,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
     assert p.returncode in (0, 1, 3), p.stderr
     return json.loads(p.stdout), p.returncode
 
@@ -41,9 +48,13 @@ def test_restart_and_foreign_line_perturbations_keep_every_failure():
 def test_restart_in_progress_json_names_attempts_and_note():
     # a log long enough that the 13 lines the restart repeats cannot hold its own failure (a short log's restart
     # fails again, rightly)
-    case = next(d for d in window_checks.failing_cases(FIX) if (d / "journal.log").read_text().count("systemd[1]: Started") == 1
-                and "Main process exited" in (d / "journal.log").read_text()
-                and len((d / "journal.log").read_text().splitlines()) > 40)
+    case = next(
+        d
+        for d in window_checks.failing_cases(FIX)
+        if (d / "journal.log").read_text().count("systemd[1]: Started") == 1
+        and "Main process exited" in (d / "journal.log").read_text()
+        and len((d / "journal.log").read_text().splitlines()) > 40
+    )
     text = window_checks.with_restart((case / "journal.log").read_text())
     d, rc = explain_json(text)
     assert d["failed"] is True and rc in (1, 3)
@@ -109,12 +120,21 @@ def test_sigquit_only_window_names_what_is_missing():
     assert rc == 3 and out["window"]["cut"] == "before the final error"
 
 
-@pytest.mark.parametrize("name,wrapper", [("rt10-a17-prefix-ray", "ray"), ("rt10-a18-prefix-torchrun", "torchrun"),
-                                          ("rt10-a19-prefix-mpirun", "mpirun"), ("rt10-a20-prefix-srun", "srun"),
-                                          ("rt10-a21-prefix-kubectl", "kubectl"), ("rt10-a22-prefix-kubectl", "kubectl")])
+@pytest.mark.parametrize(
+    "name,wrapper",
+    [
+        ("rt10-a17-prefix-ray", "ray"),
+        ("rt10-a18-prefix-torchrun", "torchrun"),
+        ("rt10-a19-prefix-mpirun", "mpirun"),
+        ("rt10-a20-prefix-srun", "srun"),
+        ("rt10-a21-prefix-kubectl", "kubectl"),
+        ("rt10-a22-prefix-kubectl", "kubectl"),
+    ],
+)
 def test_process_manager_prefix_is_peeled(name, wrapper):
-    p = subprocess.run(LD + ["explain", str(FIX / name / "journal.log"), "--stats"], capture_output=True, text=True,
-                       cwd=ROOT)
+    p = subprocess.run(
+        LD + ["explain", str(FIX / name / "journal.log"), "--stats"], capture_output=True, text=True, cwd=ROOT
+    )
     assert f"prefixes: {wrapper} " in p.stderr
     assert p.returncode == 1
 
@@ -122,8 +142,9 @@ def test_process_manager_prefix_is_peeled(name, wrapper):
 def test_unknown_whole_log_prefix_is_reported_and_peeled():
     src = (FIX / "rt10-a21-prefix-kubectl" / "journal.log").read_text().splitlines()
     text = "\n".join("<node-7> " + l.split("] ", 1)[1] for l in src) + "\n"
-    p = subprocess.run(LD + ["explain", "-", "--stats", "--format", "json"], input=text, capture_output=True,
-                       text=True, cwd=ROOT)
+    p = subprocess.run(
+        LD + ["explain", "-", "--stats", "--format", "json"], input=text, capture_output=True, text=True, cwd=ROOT
+    )
     assert "unknown line prefix '<node-N>'" in p.stderr
     out = json.loads(p.stdout)
     assert out["cause"] == "config_invalid" and out["window"]["prefix"] == "<node-N>"
@@ -136,8 +157,9 @@ def test_bait_hint_exit_code_1_is_not_host_oom():
     assert not any(f["flag"] == "--mem-fraction-static" for f in out["fixes"])
 
 
-@pytest.mark.parametrize("name,func", [("rt10-a26-engine-defect", "prepare_for_verify"),
-                                       ("rt10-a27-engine-defect", "grammar_bitmask")])
+@pytest.mark.parametrize(
+    "name,func", [("rt10-a26-engine-defect", "prepare_for_verify"), ("rt10-a27-engine-defect", "grammar_bitmask")]
+)
 def test_engine_defect_is_named_not_forced_into_memory(name, func):
     out, rc = explain_json(FIX / name / "journal.log")
     assert rc == 3 and out["cause"] == "unknown" and out["fixes"] == []
@@ -146,8 +168,12 @@ def test_engine_defect_is_named_not_forced_into_memory(name, func):
 
 
 def test_serving_hang_stopped_by_operator_is_not_startup_timeout():
-    p = subprocess.run(LD + ["explain", str(FIX / "rt10-a32-serving-hang-operator-stop" / "journal.log")],
-                       capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        LD + ["explain", str(FIX / "rt10-a32-serving-hang-operator-stop" / "journal.log")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 3
     assert "TimeoutStartSec" not in p.stdout and "startup_timeout" not in p.stdout
     assert "hang while serving" in p.stdout
@@ -160,11 +186,17 @@ def test_systemd_oom_killer_line_is_host_oom():
 
 # ---- calibration (item 8) ----
 
+
 def test_confidence_at_0_8_is_right_95_percent_on_unseen_variant_groups():
     """Grouped folds (classifier trained without the case's variant_of group), scored on the fixtures whose group
     no rule names as an example."""
-    p = subprocess.run(LD + ["eval", str(FIX), "--calibration", "--cv", "3", "--format", "json"], capture_output=True,
-                       text=True, cwd=ROOT, timeout=900)
+    p = subprocess.run(
+        LD + ["eval", str(FIX), "--calibration", "--cv", "3", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     un = rep["unseen"]
@@ -179,6 +211,7 @@ def test_classifier_alone_and_hint_only_verdicts_are_capped():
     class W:  # a synthesized classifier candidate: no rule fired
         class rule:
             id = "classifier"
+
     conf, why = cal.adjust(0.93, rule_candidates=[], winner=W, evidence=[Evidence(3, "RuntimeError: x")])
     assert conf == cal.CLASSIFIER_ALONE_MAX and "classifier" in why
     hint = [Evidence(9, "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.")]
@@ -212,11 +245,18 @@ def test_hint_whose_condition_holds_still_counts():
 def _loading_then_oom_kill(memcg: str) -> str:
     lines = (FIX / "rt10-a28-healthy-foreign-xid" / "journal.log").read_text().splitlines()[:10]
     ts = "Nov 26 10:00:14 gpu-shared-02"
-    return "\n".join(lines + [
-        f"{ts} kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
-        f"{ts} kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,"
-        f"oom_memcg={memcg},task_memcg={memcg},task=python3,pid=51877,uid=1001",
-        f"{ts} kernel: Memory cgroup out of memory: Killed process 51877 (python3) total-vm:81234567kB"]) + "\n"
+    return (
+        "\n".join(
+            lines
+            + [
+                f"{ts} kernel: python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+                f"{ts} kernel: oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,"
+                f"oom_memcg={memcg},task_memcg={memcg},task=python3,pid=51877,uid=1001",
+                f"{ts} kernel: Memory cgroup out of memory: Killed process 51877 (python3) total-vm:81234567kB",
+            ]
+        )
+        + "\n"
+    )
 
 
 def test_memcg_oom_kill_of_another_users_session_is_not_the_service():
@@ -231,8 +271,16 @@ def test_memcg_oom_kill_in_the_services_cgroup_is_host_oom():
 
 def test_hardware_xid_while_serving_is_a_warning_not_a_failure():
     lines = (FIX / "rt10-a28-healthy-foreign-xid" / "journal.log").read_text().splitlines()
-    text = "\n".join(l.replace("): 13, pid=31877, name=python, Graphics SM Warp Exception", "): 63, pid=31877, name=python, Row Remapper: New row marked for remapping")
-                     for l in lines) + "\n"
+    text = (
+        "\n".join(
+            l.replace(
+                "): 13, pid=31877, name=python, Graphics SM Warp Exception",
+                "): 63, pid=31877, name=python, Row Remapper: New row marked for remapping",
+            )
+            for l in lines
+        )
+        + "\n"
+    )
     out, rc = explain_json(text)
     assert rc == 0 and not out["failed"]
     assert any(n.startswith("warning: the kernel logged hardware-class Xid 63") for n in out["notes"])
@@ -246,8 +294,12 @@ def test_restart_in_progress_with_history_keeps_the_verdicts_fix(tmp_path):
     assert hist["cause"] == plain["cause"] == "kv_cache_oom"
     assert hist["fixes"][0] == plain["fixes"][0]
     assert [a["outcome"] for a in hist["attempts"]] == ["failed", "in_progress"]
-    p = subprocess.run(LD + ["history", "--history", str(tmp_path / "h.sqlite"), "--format", "json"],
-                       capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        LD + ["history", "--history", str(tmp_path / "h.sqlite"), "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     rows = {r["outcome"]: r for r in json.loads(p.stdout)["attempts"]}
     # the verdict (rule, fix) is recorded on the failed attempt, not on the restart that is still loading
     assert rows["failed"]["rule"] == plain["rule"] and rows["failed"]["fix"]["flag"] == plain["fixes"][0]["flag"]
@@ -255,27 +307,63 @@ def test_restart_in_progress_with_history_keeps_the_verdicts_fix(tmp_path):
     assert rows["in_progress"]["phase"] == "weight_load"
 
 
-@pytest.mark.parametrize("line,wrapper,rank,pid,body", [
-    ("(RayWorkerWrapper pid=4242, ip=10.0.0.2) ERROR 11-20 10:11:30 [worker_base.py:620] boom [repeated 7x across cluster]",
-     "ray", None, 4242, "ERROR 11-20 10:11:30 [worker_base.py:620] boom"),
-    ("(raylet, ip=10.0.0.2) [2026-11-20 10:11:30,1 E 55 55] worker died", "ray", None, None,
-     "[2026-11-20 10:11:30,1 E 55 55] worker died"),
-    ("[default3]:INFO 11-21 18:22:47 [config.py:1] hi", "torchrun", "rank3", None, "INFO 11-21 18:22:47 [config.py:1] hi"),
-    ("[1,5]<stderr>:[2026-11-22 09:01:15 TP1] Init torch distributed begin.", "mpirun", "rank5", None,
-     "[2026-11-22 09:01:15 TP1] Init torch distributed begin."),
-    ("[pod/vllm-0/vllm] 2026-11-23T11:02:27.469529123Z (APIServer pid=1) INFO x", "kubectl", None, None,
-     "(APIServer pid=1) INFO x"),
-    ("[pod/job-0/main] [default1]:Traceback (most recent call last):", "kubectl", "rank1", None,
-     "Traceback (most recent call last):"),
-])
+@pytest.mark.parametrize(
+    "line,wrapper,rank,pid,body",
+    [
+        (
+            "(RayWorkerWrapper pid=4242, ip=10.0.0.2) ERROR 11-20 10:11:30 [worker_base.py:620] boom [repeated 7x across cluster]",
+            "ray",
+            None,
+            4242,
+            "ERROR 11-20 10:11:30 [worker_base.py:620] boom",
+        ),
+        (
+            "(raylet, ip=10.0.0.2) [2026-11-20 10:11:30,1 E 55 55] worker died",
+            "ray",
+            None,
+            None,
+            "[2026-11-20 10:11:30,1 E 55 55] worker died",
+        ),
+        (
+            "[default3]:INFO 11-21 18:22:47 [config.py:1] hi",
+            "torchrun",
+            "rank3",
+            None,
+            "INFO 11-21 18:22:47 [config.py:1] hi",
+        ),
+        (
+            "[1,5]<stderr>:[2026-11-22 09:01:15 TP1] Init torch distributed begin.",
+            "mpirun",
+            "rank5",
+            None,
+            "[2026-11-22 09:01:15 TP1] Init torch distributed begin.",
+        ),
+        (
+            "[pod/vllm-0/vllm] 2026-11-23T11:02:27.469529123Z (APIServer pid=1) INFO x",
+            "kubectl",
+            None,
+            None,
+            "(APIServer pid=1) INFO x",
+        ),
+        (
+            "[pod/job-0/main] [default1]:Traceback (most recent call last):",
+            "kubectl",
+            "rank1",
+            None,
+            "Traceback (most recent call last):",
+        ),
+    ],
+)
 def test_wrapper_prefixes_peel(line, wrapper, rank, pid, body):
     from logdoctor.input.formats.wrappers import peel
+
     p = peel(line)
     assert (p.wrapper, p.rank, p.pid, p.body) == (wrapper, rank, pid, body)
 
 
 def test_srun_labels_only_when_most_lines_carry_them():
     from logdoctor.input.formats.wrappers import detect, peel
+
     lines = [f"{i % 2}: line {i}" for i in range(10)]
     kinds, unknown = detect(lines)
     assert "srun" in kinds and unknown is None
@@ -289,7 +377,10 @@ def test_pm2_prefixed_log_is_read_through_its_prefix():
     from pathlib import Path
 
     import logdoctor
-    d = logdoctor.diagnose(Path(__file__).resolve().parents[1] / "fixtures/journals/rf-sglang-port_in_use-pm2-prefix/journal.log")
+
+    d = logdoctor.diagnose(
+        Path(__file__).resolve().parents[1] / "fixtures/journals/rf-sglang-port_in_use-pm2-prefix/journal.log"
+    )
     assert d.failed and d.cause == "port_in_use"
     assert d.fixes and d.fixes[0].flag == "--port" and d.fixes[0].to != 30000
 
@@ -300,6 +391,7 @@ def test_restart_loop_attempts_are_counted_from_their_first_start_line():
     from pathlib import Path
 
     from logdoctor.triage import run
+
     log = Path(__file__).resolve().parents[1] / "fixtures/journals/rf-vllm-weights_oom-restart-loop/journal.log"
     df = run([str(log)], jobs=1).frame
     assert list(df["outcome"]) == ["failed", "failed", "in_progress"]
@@ -312,11 +404,14 @@ def test_supervisor_stdout_prefix_is_peeled():
     from pathlib import Path
 
     import logdoctor
-    d = logdoctor.diagnose(Path(__file__).resolve().parents[1] /
-                           "fixtures/journals/rf-sglang-distributed_init-supervisor-stdout/journal.log")
+
+    d = logdoctor.diagnose(
+        Path(__file__).resolve().parents[1]
+        / "fixtures/journals/rf-sglang-distributed_init-supervisor-stdout/journal.log"
+    )
     assert d.failed and d.cause == "distributed_init" and d.phase == "dist_init"
     assert len(d.attempts) == 2 and d.rank == "TP0"
-    assert d.config.get("tp_size") == 4 and d.window["start_seen"]          # the config dump was read
+    assert d.config.get("tp_size") == 4 and d.window["start_seen"]  # the config dump was read
     assert all("stderr |" not in e.text for e in d.evidence)
     assert not d.window["cut"]
 
@@ -328,13 +423,17 @@ def test_a_restart_of_the_same_config_keeps_the_mechanism_an_earlier_attempt_sho
     from pathlib import Path
 
     import logdoctor
-    log = Path(__file__).resolve().parents[1] / "fixtures/journals/rf-sglang-distributed_init-supervisor-stdout/journal.log"
+
+    log = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures/journals/rf-sglang-distributed_init-supervisor-stdout/journal.log"
+    )
     d = logdoctor.diagnose(log)
     assert d.rule == "any.shm.too-small" and d.attempt_index == 1
-    assert d.evidence and d.evidence[0].line < 63 and "/dev/shm" in d.evidence[0].text   # quoted from attempt 1
+    assert d.evidence and d.evidence[0].line < 63 and "/dev/shm" in d.evidence[0].text  # quoted from attempt 1
     assert any(n.startswith("the mechanism is from attempt 1") for n in d.notes)
     text = log.read_text()
-    cut = text.index("server_args=", text.index("server_args=") + 1)           # attempt 2's dump
+    cut = text.index("server_args=", text.index("server_args=") + 1)  # attempt 2's dump
     changed = text[:cut] + text[cut:].replace("mem_fraction_static=0.85", "mem_fraction_static=0.8", 1)
     assert changed != text
     d2 = logdoctor.diagnose(changed)

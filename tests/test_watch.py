@@ -1,5 +1,6 @@
 """`logdoctor watch` on real journal files that grow while it reads them (a writer process appends through
 systemd-journal-remote), with a real HTTP health endpoint on 127.0.0.1, a timeout and Ctrl-C."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,13 @@ if tail_export != "-":
 
 def watch_cli(*args, **kw):
     kw.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen([sys.executable, "-m", "logdoctor", "watch", UNIT, "--no-history", *map(str, args)],
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "logdoctor", "watch", UNIT, "--no-history", *map(str, args)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        **kw,
+    )
 
 
 def story(tmp_path, head: int, rest_upto: int | None = None):
@@ -68,9 +74,23 @@ def story(tmp_path, head: int, rest_upto: int | None = None):
 
 
 def start_writer(tmp_path, journal, export, *, batch=8, pause=0.25, tail_wait=0.0, tail="-"):
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(ROOT / "tests"), str(journal), str(export), str(batch),
-                             str(pause), str(tail_wait), str(tail)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WRITER,
+            str(ROOT / "tests"),
+            str(journal),
+            str(export),
+            str(batch),
+            str(pause),
+            str(tail_wait),
+            str(tail),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_watch_follows_a_growing_file_and_stops_on_the_failure(tmp_path):
@@ -80,33 +100,34 @@ def test_watch_follows_a_growing_file_and_stops_on_the_failure(tmp_path):
     restart.write_bytes(write_export([dict(entries[0], __REALTIME_TIMESTAMP=str(int(time.time() * 1e6) - 60_000_000))]))
     t0 = time.monotonic()
     w = watch_cli("--journal-file", journal, "--timeout", "90", "--format", "json")
-    time.sleep(0.5)                       # watch is reading the 4-entry file before the writer adds anything
+    time.sleep(0.5)  # watch is reading the 4-entry file before the writer adds anything
     writer = start_writer(tmp_path, journal, rest, tail_wait=40, tail=restart)
     try:
         out, err = w.communicate(timeout=80)
         took = time.monotonic() - t0
-        assert writer.poll() is None      # the writer is still waiting to append the restart
+        assert writer.poll() is None  # the writer is still waiting to append the restart
     finally:
         writer.kill()
         writer.wait()
     assert w.returncode == 1, err
     doc = json.loads(out)
     import jsonschema
+
     schema = json.loads((ROOT / "logdoctor" / "schemas" / "diagnosis.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(doc)
     assert doc["cause"] == "kv_cache_oom" and doc["phase"] == "memory_pool"
     assert doc["fixes"][0]["flag"] == "--mem-fraction-static" and doc["fixes"][0]["to"] == 0.92
     assert doc["watch"]["outcome"] == "failed"
-    assert doc["watch"]["entries"] == len(entries)      # it picked up everything the writer appended
-    assert took < 30, took                                # well before the 90 s timeout and the 40 s restart
+    assert doc["watch"]["entries"] == len(entries)  # it picked up everything the writer appended
+    assert took < 30, took  # well before the 90 s timeout and the 40 s restart
 
 
 def test_watch_is_ready_when_the_health_url_answers_200(tmp_path):
-    journal, rest, _ = story(tmp_path, head=4, rest_upto=30)    # loading weights; no ready line, no failure
+    journal, rest, _ = story(tmp_path, head=4, rest_upto=30)  # loading weights; no ready line, no failure
     state = {"ok_at": time.monotonic() + 2.0, "hits": 0}
 
     class Health(BaseHTTPRequestHandler):
-        def do_GET(self):   # noqa: N802
+        def do_GET(self):  # noqa: N802
             state["hits"] += 1
             code = 200 if self.path == "/health" and time.monotonic() >= state["ok_at"] else 503
             self.send_response(code)
@@ -121,8 +142,14 @@ def test_watch_is_ready_when_the_health_url_answers_200(tmp_path):
     writer = start_writer(tmp_path, journal, rest, batch=5, pause=0.2)
     try:
         t0 = time.monotonic()
-        w = watch_cli("--journal-file", journal, "--timeout", "60", "--health-url",
-                      f"http://127.0.0.1:{srv.server_address[1]}/health")
+        w = watch_cli(
+            "--journal-file",
+            journal,
+            "--timeout",
+            "60",
+            "--health-url",
+            f"http://127.0.0.1:{srv.server_address[1]}/health",
+        )
         out, err = w.communicate(timeout=60)
         took = time.monotonic() - t0
     finally:
@@ -132,7 +159,7 @@ def test_watch_is_ready_when_the_health_url_answers_200(tmp_path):
     assert w.returncode == 0, err
     assert out.startswith(f"READY  {UNIT}: http://127.0.0.1:") and "answered 200" in out
     assert 1.5 < took < 20, took
-    assert state["hits"] >= 2              # it polled (503s) before the 200
+    assert state["hits"] >= 2  # it polled (503s) before the 200
 
 
 def test_watch_times_out_with_exit_5(tmp_path):
@@ -162,12 +189,26 @@ def test_api_watch_returns_the_diagnosis(tmp_path, history_db):
     assert (r.outcome, r.exit_code, r.cause, r.failed) == ("failed", 1, "kv_cache_oom", True)
     assert r.to_dict()["watch"]["outcome"] == "failed"
     from logdoctor.history import History
+
     with History(history_db) as h:
         assert [(x.host, x.unit, x.cause) for x in h.query()] == [("ct100", UNIT, "kv_cache_oom")]
     with pytest.raises(logdoctor.UsageError):
         logdoctor.watch("sglang-qwen", timeout=0, journal=journal)
-    missing = subprocess.run([sys.executable, "-m", "logdoctor", "watch", UNIT, "--journal-file",
-                              str(tmp_path / "nope.journal"), "--timeout", "5"], capture_output=True, text=True)
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "logdoctor",
+            "watch",
+            UNIT,
+            "--journal-file",
+            str(tmp_path / "nope.journal"),
+            "--timeout",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1
 
 
@@ -206,6 +247,7 @@ def test_status_line_on_a_terminal(tmp_path):
     """On a TTY, stderr carries one status line rewritten in place (\\r): unit, phase, each rank's phase, seconds."""
     import os
     import pty
+
     journal, _, _ = story(tmp_path, head=20)
     master, slave = pty.openpty()
     w = watch_cli("--journal-file", journal, "--timeout", "2.5", stderr=slave)
@@ -215,7 +257,7 @@ def test_status_line_on_a_terminal(tmp_path):
     os.close(master)
     assert w.returncode == 5
     frames = [f for f in tty.split("\r") if f.strip()]
-    assert len(frames) >= 2 and "\n" not in "".join(frames[:-1])        # one line, rewritten
+    assert len(frames) >= 2 and "\n" not in "".join(frames[:-1])  # one line, rewritten
     assert frames[0].startswith(f"{UNIT}  weight_load  TP0 weight_load · TP1 weight_load")
-    assert all(len(f.rstrip()) < 80 for f in frames[:-1])                # fits the terminal
-    assert re.search(r"  [12]s\s*$", "\n".join(frames[:-1]))           # the elapsed time ticks
+    assert all(len(f.rstrip()) < 80 for f in frames[:-1])  # fits the terminal
+    assert re.search(r"  [12]s\s*$", "\n".join(frames[:-1]))  # the elapsed time ticks

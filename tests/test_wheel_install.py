@@ -3,6 +3,7 @@ fresh venvs (plain, and with the [train,triage] extras) and run the CLI from a f
 
 The editable checkout hides packaging mistakes (it reads rules/ directly), so this is the test that proves the
 rule base, schemas and model travel as package data. Slow-ish (two venvs); pip's own cache keeps reruns quick."""
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,12 @@ def _venv(base: Path, name: str, spec: str) -> Path:
 def test_wheel_carries_rules_schemas_and_model(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert len([n for n in names if n.startswith("logdoctor/data/rules/") and n.endswith(".yaml")]) == N_RULES
-    for need in ("logdoctor/data/classifier.json", "logdoctor/data/atlas.json.gz", "logdoctor/schemas/rule.schema.json",
-                 "logdoctor/schemas/diagnosis.schema.json"):
+    for need in (
+        "logdoctor/data/classifier.json",
+        "logdoctor/data/atlas.json.gz",
+        "logdoctor/schemas/rule.schema.json",
+        "logdoctor/schemas/diagnosis.schema.json",
+    ):
         assert need in names
 
 
@@ -77,8 +82,13 @@ def test_plain_install_runs_outside_the_checkout(wheel, tmp_path):
     assert ex.returncode == 1, ex.stderr
     assert '"cause": "kv_cache_oom"' in ex.stdout and '"rule": "' in ex.stdout
     # the lean install has no scientific stack, and the commands that need one name the extra
-    heavy = _run([str(v / "bin" / "python"), "-c", "import importlib.util as u; print([m for m in "
-                  "('numpy', 'pandas', 'sklearn', 'scipy') if u.find_spec(m)])"])
+    heavy = _run(
+        [
+            str(v / "bin" / "python"),
+            "-c",
+            "import importlib.util as u; print([m for m in ('numpy', 'pandas', 'sklearn', 'scipy') if u.find_spec(m)])",
+        ]
+    )
     assert heavy.stdout.strip() == "[]"
     tr = _run([exe, "train", str(work)], cwd=work)
     assert tr.returncode == 2 and "logdoctor[train]" in tr.stderr and len(tr.stderr.strip().splitlines()) == 1

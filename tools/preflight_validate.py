@@ -45,7 +45,9 @@ _POOLFAIL = re.compile(
     r"Not enough memory\. Please try to increase --mem-fraction-static|No available memory for "
     r"the cache blocks|KV cache is needed, which is larger than"
 )
-_CAPOOM = re.compile(r"(?:Capture cuda graph failed|capture_one_batch_size|Capturing CUDA graph)[\s\S]*out of memory", re.I)
+_CAPOOM = re.compile(
+    r"(?:Capture cuda graph failed|capture_one_batch_size|Capturing CUDA graph)[\s\S]*out of memory", re.I
+)
 _VMODEL = re.compile(r"serving model (\S+)|Starting to load model (\S+)")
 
 
@@ -291,7 +293,7 @@ def summary(rs: list[Row]) -> str:
         f"{len(rs)} cases; weights within 2 %: {within(we, 0.02)} (median |err| {med(we) * 100:.1f} %); "
         f"KV pool within 5 %: {within(pe, 0.05)} (median |err| {med(pe) * 100:.1f} %); verdicts right: "
         f"{sum(vo)}/{len(vo)} (pool failures no-go, graph-capture OOMs no-go/risky graph_capture_fault, healthy "
-            f"starts go/risky); logs whose own readings follow "
+        f"starts go/risky); logs whose own readings follow "
         f"SGLang's formula within 1 %: {within(re_, 0.01)}; outcome contradicted by the log's own readings "
         f"(not counted): {', '.join(bad) or 'none'}"
     )

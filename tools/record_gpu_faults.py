@@ -26,6 +26,7 @@ which logs the sigquit line, kills the child and exits with status 1.
 
 nccl_timeout is not implemented: it needs two GPUs, and only one-GPU machines were lent when this was written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,18 +56,62 @@ GB = 1 << 30
 # ----------------------------------------------------------------------------------------------------------------
 
 MODELS = {
-    "llama-8b": dict(path="meta-llama/Llama-3.1-8B-Instruct", arch="LlamaForCausalLM", hidden=4096, inter=14336,
-                     layers=32, heads=32, kv_heads=8, head_dim=128, vocab=128256, ctx=131072, shards=4,
-                     qkv_bias=False),
-    "llama-70b": dict(path="meta-llama/Llama-3.3-70B-Instruct", arch="LlamaForCausalLM", hidden=8192, inter=28672,
-                      layers=80, heads=64, kv_heads=8, head_dim=128, vocab=128256, ctx=131072, shards=30,
-                      qkv_bias=False),
-    "llama-405b": dict(path="meta-llama/Llama-3.1-405B-Instruct", arch="LlamaForCausalLM", hidden=16384,
-                       inter=53248, layers=126, heads=128, kv_heads=8, head_dim=128, vocab=128256, ctx=131072,
-                       shards=191, qkv_bias=False),
-    "qwen-7b-1m": dict(path="Qwen/Qwen2.5-7B-Instruct-1M", arch="Qwen2ForCausalLM", hidden=3584, inter=18944,
-                       layers=28, heads=28, kv_heads=4, head_dim=128, vocab=152064, ctx=1010000, shards=4,
-                       qkv_bias=True),
+    "llama-8b": dict(
+        path="meta-llama/Llama-3.1-8B-Instruct",
+        arch="LlamaForCausalLM",
+        hidden=4096,
+        inter=14336,
+        layers=32,
+        heads=32,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
+        ctx=131072,
+        shards=4,
+        qkv_bias=False,
+    ),
+    "llama-70b": dict(
+        path="meta-llama/Llama-3.3-70B-Instruct",
+        arch="LlamaForCausalLM",
+        hidden=8192,
+        inter=28672,
+        layers=80,
+        heads=64,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
+        ctx=131072,
+        shards=30,
+        qkv_bias=False,
+    ),
+    "llama-405b": dict(
+        path="meta-llama/Llama-3.1-405B-Instruct",
+        arch="LlamaForCausalLM",
+        hidden=16384,
+        inter=53248,
+        layers=126,
+        heads=128,
+        kv_heads=8,
+        head_dim=128,
+        vocab=128256,
+        ctx=131072,
+        shards=191,
+        qkv_bias=False,
+    ),
+    "qwen-7b-1m": dict(
+        path="Qwen/Qwen2.5-7B-Instruct-1M",
+        arch="Qwen2ForCausalLM",
+        hidden=3584,
+        inter=18944,
+        layers=28,
+        heads=28,
+        kv_heads=4,
+        head_dim=128,
+        vocab=152064,
+        ctx=1010000,
+        shards=4,
+        qkv_bias=True,
+    ),
 }
 
 # name -> (model, server-arg overrides, one-line description)
@@ -74,33 +119,93 @@ SCENARIOS = {
     "healthy": ("llama-8b", {}, "starts, captures graphs, warms up and serves a few requests"),
     "weights_oom": ("llama-405b", {}, "405B bf16 on one GPU: torch OOM while the model's weights are created"),
     "pool_oom": ("llama-70b", {}, "70B bf16 fits, leaves nothing for the KV pool: SGLang's own 'Not enough memory'"),
-    "pool_alloc_oom": ("qwen-7b-1m", {"mem_fraction_static": 0.96},
-                       "1M context x 2048 requests req_to_token table is not counted when the pool is sized: "
-                       "torch OOM while allocating the KV buffers"),
-    "capture_oom": ("llama-8b", {"mem_fraction_static": 0.97, "cuda_graph_max_bs": 1024},
-                    "too little left after the pool for 1024-wide decode graphs: torch OOM during capture"),
-    "capture_oom_in_graph": ("llama-8b", {"mem_fraction_static": 0.97, "cuda_graph_max_bs": 1024,
-                                          "attention_backend": "triton"},
-                             "same sizing; the decode backend allocates a worst-case split-KV scratch only while "
-                             "a graph is captured: torch OOM inside torch.cuda.graph"),
-    "capture_unsafe": ("llama-8b", {"attention_backend": "triton"},
-                       "a .item() host sync inside the attention backend while a CUDA graph is captured"),
-    "capture_unsafe_sync": ("llama-8b", {"attention_backend": "triton"},
-                            "a torch.cuda.synchronize() inside the attention backend while a graph is captured"),
-    "device_assert": ("llama-8b", {}, "a request with a token id beyond the vocabulary: embedding index "
-                                      "out of range -> device-side assert while serving"),
-    "device_assert_gather": ("llama-8b", {}, "a request asks for the logprobs of token ids beyond the vocabulary: "
-                                             "torch.gather out of range -> device-side assert while serving"),
-    "illegal_access": ("llama-8b", {}, "warm-up request: Triton write_req_to_token_pool kernel gets a garbage "
-                                       "req_pool_index and writes far out of bounds -> illegal memory access"),
+    "pool_alloc_oom": (
+        "qwen-7b-1m",
+        {"mem_fraction_static": 0.96},
+        "1M context x 2048 requests req_to_token table is not counted when the pool is sized: "
+        "torch OOM while allocating the KV buffers",
+    ),
+    "capture_oom": (
+        "llama-8b",
+        {"mem_fraction_static": 0.97, "cuda_graph_max_bs": 1024},
+        "too little left after the pool for 1024-wide decode graphs: torch OOM during capture",
+    ),
+    "capture_oom_in_graph": (
+        "llama-8b",
+        {"mem_fraction_static": 0.97, "cuda_graph_max_bs": 1024, "attention_backend": "triton"},
+        "same sizing; the decode backend allocates a worst-case split-KV scratch only while "
+        "a graph is captured: torch OOM inside torch.cuda.graph",
+    ),
+    "capture_unsafe": (
+        "llama-8b",
+        {"attention_backend": "triton"},
+        "a .item() host sync inside the attention backend while a CUDA graph is captured",
+    ),
+    "capture_unsafe_sync": (
+        "llama-8b",
+        {"attention_backend": "triton"},
+        "a torch.cuda.synchronize() inside the attention backend while a graph is captured",
+    ),
+    "device_assert": (
+        "llama-8b",
+        {},
+        "a request with a token id beyond the vocabulary: embedding index "
+        "out of range -> device-side assert while serving",
+    ),
+    "device_assert_gather": (
+        "llama-8b",
+        {},
+        "a request asks for the logprobs of token ids beyond the vocabulary: "
+        "torch.gather out of range -> device-side assert while serving",
+    ),
+    "illegal_access": (
+        "llama-8b",
+        {},
+        "warm-up request: Triton write_req_to_token_pool kernel gets a garbage "
+        "req_pool_index and writes far out of bounds -> illegal memory access",
+    ),
 }
-ORDER = ["healthy", "weights_oom", "pool_oom", "pool_alloc_oom", "capture_oom", "capture_oom_in_graph",
-         "capture_unsafe", "capture_unsafe_sync", "device_assert", "device_assert_gather", "illegal_access"]
+ORDER = [
+    "healthy",
+    "weights_oom",
+    "pool_oom",
+    "pool_alloc_oom",
+    "capture_oom",
+    "capture_oom_in_graph",
+    "capture_unsafe",
+    "capture_unsafe_sync",
+    "device_assert",
+    "device_assert_gather",
+    "illegal_access",
+]
 
 # Llama-3 token ids of "The capital city of France is" (the warm-up prompt SGLang sends), and of a user prompt.
 WARMUP_IDS = [128000, 791, 6864, 3363, 315, 9822, 374]
-USER_IDS = [128000, 128006, 882, 128007, 271, 10086, 757, 264, 2875, 3446, 922, 264, 12585, 889, 48742,
-            311, 3371, 13, 128009, 128006, 78191, 128007, 271]
+USER_IDS = [
+    128000,
+    128006,
+    882,
+    128007,
+    271,
+    10086,
+    757,
+    264,
+    2875,
+    3446,
+    922,
+    264,
+    12585,
+    889,
+    48742,
+    311,
+    3371,
+    13,
+    128009,
+    128006,
+    78191,
+    128007,
+    271,
+]
 
 
 @dataclasses.dataclass
@@ -212,8 +317,9 @@ def build_server_args(scenario: str) -> ServerArgs:
 
 
 def configure_logger(prefix: str = "") -> None:
-    logging.basicConfig(level=logging.INFO, format=f"[%(asctime)s{prefix}] %(message)s",
-                        datefmt="%Y-%m-%d %H:%M:%S", force=True)
+    logging.basicConfig(
+        level=logging.INFO, format=f"[%(asctime)s{prefix}] %(message)s", datefmt="%Y-%m-%d %H:%M:%S", force=True
+    )
 
 
 def progress(line: str) -> None:
@@ -231,6 +337,7 @@ def flush_c_stdio() -> None:
     """Push out what the CUDA runtime wrote through C stdio (device-side assert lines) before Python logs more."""
     try:
         import ctypes
+
         ctypes.CDLL(None).fflush(None)
     except Exception:
         pass
@@ -241,6 +348,7 @@ def flush_c_stdio() -> None:
 # ----------------------------------------------------------------------------------------------------------------
 
 if triton is not None:
+
     @triton.jit
     def write_req_to_token_pool_triton(
         req_to_token_ptr,  # [max_batch, max_context_len]
@@ -275,6 +383,7 @@ if triton is not None:
 
 def get_available_gpu_memory(gpu_id: int = 0, empty_cache: bool = True) -> float:
     import torch
+
     if empty_cache:
         torch.cuda.empty_cache()
     free_gpu_memory, _ = torch.cuda.mem_get_info(gpu_id)
@@ -295,8 +404,8 @@ def _define_model_classes():
     """Model classes named like SGLang's, so tracebacks read like a server's. Built lazily: torch is imported
     only in the scheduler child."""
     import torch
-    from torch import nn
     import torch.nn.functional as F
+    from torch import nn
 
     class UnquantizedLinearMethod:
         def create_weights(self, layer, input_size, output_size, params_dtype, bias):
@@ -304,7 +413,8 @@ def _define_model_classes():
             layer.register_parameter("weight", weight)
             if bias:
                 layer.register_parameter(
-                    "bias", nn.Parameter(torch.empty(output_size, dtype=params_dtype), requires_grad=False))
+                    "bias", nn.Parameter(torch.empty(output_size, dtype=params_dtype), requires_grad=False)
+                )
             else:
                 layer.bias = None
 
@@ -334,8 +444,9 @@ def _define_model_classes():
     class VocabParallelEmbedding(nn.Module):
         def __init__(self, num_embeddings, embedding_dim):
             super().__init__()
-            self.weight = nn.Parameter(torch.empty(num_embeddings, embedding_dim, dtype=torch.bfloat16),
-                                       requires_grad=False)
+            self.weight = nn.Parameter(
+                torch.empty(num_embeddings, embedding_dim, dtype=torch.bfloat16), requires_grad=False
+            )
 
         def forward(self, input_):
             return F.embedding(input_, self.weight)
@@ -374,8 +485,9 @@ def _define_model_classes():
             self.head_dim = cfg["head_dim"]
             self.q_size = cfg["heads"] * self.head_dim
             self.kv_size = cfg["kv_heads"] * self.head_dim
-            self.qkv_proj = QKVParallelLinear(cfg["hidden"], self.head_dim, cfg["heads"], cfg["kv_heads"],
-                                              bias=cfg["qkv_bias"])
+            self.qkv_proj = QKVParallelLinear(
+                cfg["hidden"], self.head_dim, cfg["heads"], cfg["kv_heads"], bias=cfg["qkv_bias"]
+            )
             self.o_proj = RowParallelLinear(cfg["heads"] * self.head_dim, cfg["hidden"])
             self.attn = RadixAttention(cfg["heads"], self.head_dim, cfg["kv_heads"], layer_id)
 
@@ -451,8 +563,19 @@ def _define_model_classes():
 
 
 class ForwardBatch:
-    def __init__(self, forward_mode, batch_size, input_ids, positions, out_cache_loc, seq_lens, req_pool_indices,
-                 attn_backend, token_to_kv_pool, extend_last_index=None):
+    def __init__(
+        self,
+        forward_mode,
+        batch_size,
+        input_ids,
+        positions,
+        out_cache_loc,
+        seq_lens,
+        req_pool_indices,
+        attn_backend,
+        token_to_kv_pool,
+        extend_last_index=None,
+    ):
         self.forward_mode = forward_mode
         self.batch_size = batch_size
         self.input_ids = input_ids
@@ -475,14 +598,19 @@ class AttentionBackend:
 
     def forward(self, q, k, v, layer, forward_batch):
         pool = forward_batch.token_to_kv_pool
-        pool.set_kv_buffer(layer, forward_batch.out_cache_loc, k.view(-1, layer.tp_k_head_num, layer.head_dim),
-                           v.view(-1, layer.tp_k_head_num, layer.head_dim))
+        pool.set_kv_buffer(
+            layer,
+            forward_batch.out_cache_loc,
+            k.view(-1, layer.tp_k_head_num, layer.head_dim),
+            v.view(-1, layer.tp_k_head_num, layer.head_dim),
+        )
         if forward_batch.forward_mode == "decode":
             return self.forward_decode(q, layer, forward_batch)
         return q
 
     def forward_decode(self, q, layer, forward_batch):
         import torch
+
         if self.unsafe == "item" and layer.layer_id == 0:
             # split-KV count from the longest sequence in the batch: a host sync
             max_seq_len = forward_batch.seq_lens.max().item()
@@ -493,13 +621,16 @@ class AttentionBackend:
             # split-KV partial results sized for the longest possible context, allocated inside the graph
             self.attn_logits = torch.empty(
                 (q.shape[0], layer.tp_q_head_num, self.max_kv_splits, layer.head_dim + 1),
-                dtype=torch.float32, device=q.device)
+                dtype=torch.float32,
+                device=q.device,
+            )
         return q
 
 
 class ReqToTokenPool:
     def __init__(self, size, max_context_len, device):
         import torch
+
         self.size = size
         self.max_context_len = max_context_len
         self.req_to_token = torch.zeros((size, max_context_len), dtype=torch.int32, device=device)
@@ -511,20 +642,24 @@ class MHATokenToKVPool:
         self.head_num, self.head_dim, self.layer_num, self.device = head_num, head_dim, layer_num, device
         self._create_buffers()
         k_size, v_size = self.get_kv_size_bytes()
-        logger.info(f"KV Cache is allocated. #tokens: {size}, K size: {k_size / GB:.2f} GB, "
-                    f"V size: {v_size / GB:.2f} GB")
+        logger.info(
+            f"KV Cache is allocated. #tokens: {size}, K size: {k_size / GB:.2f} GB, V size: {v_size / GB:.2f} GB"
+        )
 
     def _create_buffers(self):
         import torch
+
         # [size, head_num, head_dim] for each layer; the padded slot 0 is used for dummy outputs from padded tokens.
         self.k_buffer = [
-            torch.zeros((self.size + self.page_size, self.head_num, self.head_dim), dtype=self.dtype,
-                        device=self.device)
+            torch.zeros(
+                (self.size + self.page_size, self.head_num, self.head_dim), dtype=self.dtype, device=self.device
+            )
             for _ in range(self.layer_num)
         ]
         self.v_buffer = [
-            torch.zeros((self.size + self.page_size, self.head_num, self.head_dim), dtype=self.dtype,
-                        device=self.device)
+            torch.zeros(
+                (self.size + self.page_size, self.head_num, self.head_dim), dtype=self.dtype, device=self.device
+            )
             for _ in range(self.layer_num)
         ]
 
@@ -541,6 +676,7 @@ class MHATokenToKVPool:
 class CudaGraphRunner:
     def __init__(self, model_runner):
         import torch
+
         self.model_runner = model_runner
         max_bs = model_runner.server_args.cuda_graph_max_bs
         capture_bs = [1, 2, 4, 8, 12] + list(range(16, 257, 8))
@@ -563,6 +699,7 @@ class CudaGraphRunner:
 
     def capture(self):
         import torch
+
         self.stream = torch.cuda.Stream()
         self.stream.wait_stream(torch.cuda.current_stream())
         total = len(self.capture_bs)
@@ -573,25 +710,38 @@ class CudaGraphRunner:
                 el = time.perf_counter() - tic
                 rate = (i / el) if el > 0 and i else 0.0
                 rem = (total - i) / rate if rate else None
-                progress(f"Capturing batches (bs={bs} avail_mem={avail_mem:.2f} GB): {int(100 * i / total):3d}%|"
-                         f"{'█' * (10 * i // total):<10}| {i}/{total} [{_fmt_td(el)}<"
-                         f"{_fmt_td(rem) if rem is not None else '?'}, "
-                         f"{f'{rate:.2f}it/s' if rate else '?it/s'}]")
+                progress(
+                    f"Capturing batches (bs={bs} avail_mem={avail_mem:.2f} GB): {int(100 * i / total):3d}%|"
+                    f"{'█' * (10 * i // total):<10}| {i}/{total} [{_fmt_td(el)}<"
+                    f"{_fmt_td(rem) if rem is not None else '?'}, "
+                    f"{f'{rate:.2f}it/s' if rate else '?it/s'}]"
+                )
                 graph, output_buffers = self.capture_one_batch_size(bs)
                 self.graphs[bs] = graph
                 self.output_buffers[bs] = output_buffers
         el = time.perf_counter() - tic
         avail_mem = get_available_gpu_memory(empty_cache=False)
-        progress(f"Capturing batches (bs={self.capture_bs[0]} avail_mem={avail_mem:.2f} GB): "
-                 f"100%|██████████| "
-                 f"{total}/{total} [{_fmt_td(el)}<00:00, {total / el:.2f}it/s]")
+        progress(
+            f"Capturing batches (bs={self.capture_bs[0]} avail_mem={avail_mem:.2f} GB): "
+            f"100%|██████████| "
+            f"{total}/{total} [{_fmt_td(el)}<00:00, {total / el:.2f}it/s]"
+        )
 
     def capture_one_batch_size(self, bs):
         import torch
+
         mr = self.model_runner
-        forward_batch = ForwardBatch("decode", bs, self.input_ids[:bs], self.positions[:bs],
-                                     self.out_cache_loc[:bs], self.seq_lens[:bs], self.req_pool_indices[:bs],
-                                     mr.attn_backend, mr.token_to_kv_pool)
+        forward_batch = ForwardBatch(
+            "decode",
+            bs,
+            self.input_ids[:bs],
+            self.positions[:bs],
+            self.out_cache_loc[:bs],
+            self.seq_lens[:bs],
+            self.req_pool_indices[:bs],
+            mr.attn_backend,
+            mr.token_to_kv_pool,
+        )
 
         def run_once():
             return mr.model.forward(forward_batch.input_ids, forward_batch.positions, forward_batch)
@@ -628,15 +778,18 @@ class ModelRunner:
     def initialize(self):
         min_per_gpu_memory = self.init_torch_distributed()
         self.load_model()
-        self.init_memory_pool(min_per_gpu_memory, self.server_args.max_running_requests,
-                              self.server_args.max_total_tokens)
+        self.init_memory_pool(
+            min_per_gpu_memory, self.server_args.max_running_requests, self.server_args.max_total_tokens
+        )
         self.init_attention_backend()
         self.init_cuda_graphs()
 
     def init_torch_distributed(self):
         import datetime
+
         import torch
         import torch.distributed as dist
+
         logger.info("Init torch distributed begin.")
         tic = time.perf_counter()
         torch.cuda.set_device(self.gpu_id)
@@ -644,9 +797,14 @@ class ModelRunner:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        dist.init_process_group(backend="nccl", init_method=f"tcp://127.0.0.1:{port}", world_size=1, rank=0,
-                                timeout=datetime.timedelta(seconds=120),
-                                device_id=torch.device("cuda", self.gpu_id))
+        dist.init_process_group(
+            backend="nccl",
+            init_method=f"tcp://127.0.0.1:{port}",
+            world_size=1,
+            rank=0,
+            timeout=datetime.timedelta(seconds=120),
+            device_id=torch.device("cuda", self.gpu_id),
+        )
         try:
             logger.info(f"sglang is using nccl=={'.'.join(str(x) for x in torch.cuda.nccl.version())}")
         except Exception:
@@ -655,12 +813,15 @@ class ModelRunner:
         dist.all_reduce(t)
         torch.cuda.synchronize()
         min_per_gpu_memory = get_available_gpu_memory()
-        logger.info(f"Init torch distributed ends. elapsed={time.perf_counter() - tic:.2f} s, "
-                    f"mem usage={before - min_per_gpu_memory:.2f} GB")
+        logger.info(
+            f"Init torch distributed ends. elapsed={time.perf_counter() - tic:.2f} s, "
+            f"mem usage={before - min_per_gpu_memory:.2f} GB"
+        )
         return min_per_gpu_memory
 
     def load_model(self):
         import torch
+
         before_avail_memory = get_available_gpu_memory(self.gpu_id)
         logger.info(f"Load weight begin. avail mem={before_avail_memory:.2f} GB")
         tic = time.perf_counter()
@@ -668,21 +829,24 @@ class ModelRunner:
         self.dtype = torch.bfloat16
         after_avail_memory = get_available_gpu_memory(self.gpu_id)
         self.weight_load_mem_usage = before_avail_memory - after_avail_memory
-        logger.info(f"Load weight end. elapsed={time.perf_counter() - tic:.2f} s, type={type(self.model).__name__}, "
-                    f"dtype={self.dtype}, avail mem={after_avail_memory:.2f} GB, "
-                    f"mem usage={self.weight_load_mem_usage:.2f} GB.")
+        logger.info(
+            f"Load weight end. elapsed={time.perf_counter() - tic:.2f} s, type={type(self.model).__name__}, "
+            f"dtype={self.dtype}, avail mem={after_avail_memory:.2f} GB, "
+            f"mem usage={self.weight_load_mem_usage:.2f} GB."
+        )
 
     def profile_max_num_token(self, total_gpu_memory):
         import torch
+
         available_gpu_memory = get_available_gpu_memory(self.gpu_id)
         cfg = self.cfg
-        cell_size = (cfg["kv_heads"] * cfg["head_dim"] * cfg["layers"] * 2
-                     * torch._utils._element_size(torch.bfloat16))
+        cell_size = cfg["kv_heads"] * cfg["head_dim"] * cfg["layers"] * 2 * torch._utils._element_size(torch.bfloat16)
         rest_memory = available_gpu_memory - total_gpu_memory * (1 - self.server_args.mem_fraction_static)
         return int(rest_memory * (1 << 30) // cell_size)
 
     def init_memory_pool(self, total_gpu_memory, max_num_reqs=None, max_total_tokens=None):
         import torch
+
         self.context_len = self.server_args.context_length or self.cfg["ctx"]
         self.max_total_num_tokens = self.profile_max_num_token(total_gpu_memory)
         if max_num_reqs is None:
@@ -691,17 +855,27 @@ class ModelRunner:
             self.max_total_num_tokens = min(self.max_total_num_tokens, max_total_tokens)
         if self.max_total_num_tokens <= 0:
             raise RuntimeError("Not enough memory. Please try to increase --mem-fraction-static.")
-        self.req_to_token_pool = ReqToTokenPool(size=max_num_reqs + 1, max_context_len=self.context_len + 4,
-                                                device="cuda")
-        self.token_to_kv_pool = MHATokenToKVPool(self.max_total_num_tokens, page_size=1, dtype=torch.bfloat16,
-                                                 head_num=self.cfg["kv_heads"], head_dim=self.cfg["head_dim"],
-                                                 layer_num=self.cfg["layers"], device="cuda")
+        self.req_to_token_pool = ReqToTokenPool(
+            size=max_num_reqs + 1, max_context_len=self.context_len + 4, device="cuda"
+        )
+        self.token_to_kv_pool = MHATokenToKVPool(
+            self.max_total_num_tokens,
+            page_size=1,
+            dtype=torch.bfloat16,
+            head_num=self.cfg["kv_heads"],
+            head_dim=self.cfg["head_dim"],
+            layer_num=self.cfg["layers"],
+            device="cuda",
+        )
         self.max_num_reqs = max_num_reqs
         logger.info(f"Memory pool end. avail mem={get_available_gpu_memory(self.gpu_id):.2f} GB")
 
     def init_attention_backend(self):
-        unsafe = {"capture_unsafe": "item", "capture_unsafe_sync": "synchronize",
-                  "capture_oom_in_graph": "worst_case_scratch"}.get(self.scenario)
+        unsafe = {
+            "capture_unsafe": "item",
+            "capture_unsafe_sync": "synchronize",
+            "capture_oom_in_graph": "worst_case_scratch",
+        }.get(self.scenario)
         self.attn_backend = AttentionBackend(unsafe, self.context_len)
 
     def init_cuda_graphs(self):
@@ -712,8 +886,10 @@ class ModelRunner:
         logger.info(f"Capture cuda graph begin. This can take up to several minutes. avail mem={before_mem:.2f} GB")
         self.cuda_graph_runner = CudaGraphRunner(self)
         after_mem = get_available_gpu_memory(self.gpu_id)
-        logger.info(f"Capture cuda graph end. Time elapsed: {time.perf_counter() - tic:.2f} s. "
-                    f"mem usage={(before_mem - after_mem):.2f} GB. avail mem={after_mem:.2f} GB.")
+        logger.info(
+            f"Capture cuda graph end. Time elapsed: {time.perf_counter() - tic:.2f} s. "
+            f"mem usage={(before_mem - after_mem):.2f} GB. avail mem={after_mem:.2f} GB."
+        )
 
     def forward_extend(self, forward_batch):
         return self.model.forward(forward_batch.input_ids, forward_batch.positions, forward_batch)
@@ -727,6 +903,7 @@ def _initialize_model(cfg):
 class DefaultModelLoader:
     def load_model(self, cfg, device):
         import torch
+
         torch.set_default_dtype(torch.bfloat16)
         with torch.device(device):
             model = _initialize_model(cfg)
@@ -737,6 +914,7 @@ class DefaultModelLoader:
     def load_weights(self, model, cfg):
         """Stands in for reading safetensors shards: fills the parameters shard by shard on the GPU."""
         import torch
+
         params = [p for n, p in model.named_parameters() if "norm" not in n]
         n = cfg["shards"]
         per = max(1, -(-len(params) // n))
@@ -746,14 +924,16 @@ class DefaultModelLoader:
         gen = torch.Generator(device="cuda")
         gen.manual_seed(0)
         for i in range(n):
-            for p in params[i * per:(i + 1) * per]:
+            for p in params[i * per : (i + 1) * per]:
                 p.normal_(mean=0.0, std=0.02, generator=gen)
             torch.cuda.synchronize()
             el = time.perf_counter() - tic
             rate = (i + 1) / el if el > 0 else 0.0
             rem = (n - i - 1) / rate if rate else 0.0
-            progress(f"{desc}: {int(100 * (i + 1) / n):3d}% Completed | {i + 1}/{n} "
-                     f"[{_fmt_td(el)}<{_fmt_td(rem)}, {rate:5.2f}it/s]")
+            progress(
+                f"{desc}: {int(100 * (i + 1) / n):3d}% Completed | {i + 1}/{n} "
+                f"[{_fmt_td(el)}<{_fmt_td(rem)}, {rate:5.2f}it/s]"
+            )
 
 
 def get_model(cfg, device):
@@ -784,12 +964,14 @@ class Scheduler:
         mr = self.tp_worker.model_runner
         self.max_total_num_tokens = mr.max_total_num_tokens
         self.max_running_requests = min(mr.max_num_reqs, mr.req_to_token_pool.size - 1)
-        logger.info(f"max_total_num_tokens={self.max_total_num_tokens}, "
-                    f"chunked_prefill_size={self.server_args.chunked_prefill_size}, "
-                    f"max_prefill_tokens={self.server_args.max_prefill_tokens}, "
-                    f"max_running_requests={self.max_running_requests}, "
-                    f"context_len={mr.context_len}, "
-                    f"available_gpu_mem={get_available_gpu_memory(mr.gpu_id):.2f} GB")
+        logger.info(
+            f"max_total_num_tokens={self.max_total_num_tokens}, "
+            f"chunked_prefill_size={self.server_args.chunked_prefill_size}, "
+            f"max_prefill_tokens={self.server_args.max_prefill_tokens}, "
+            f"max_running_requests={self.max_running_requests}, "
+            f"context_len={mr.context_len}, "
+            f"available_gpu_mem={get_available_gpu_memory(mr.gpu_id):.2f} GB"
+        )
 
     # -- request handling ---------------------------------------------------------------------------------------
     def event_loop_normal(self, conn):
@@ -815,46 +997,59 @@ class Scheduler:
             if steps % self.server_args.decode_log_interval == 0:
                 self.last_gen_throughput = steps / (time.perf_counter() - tic)
                 num_used = self.next_free_slot - 1
-                logger.info(f"Decode batch. #running-req: 1, #token: {num_used}, "
-                            f"token usage: {num_used / self.max_total_num_tokens:.2f}, "
-                            f"cuda graph: {self.tp_worker.model_runner.cuda_graph_runner is not None}, "
-                            f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: 0, ")
+                logger.info(
+                    f"Decode batch. #running-req: 1, #token: {num_used}, "
+                    f"token usage: {num_used / self.max_total_num_tokens:.2f}, "
+                    f"cuda graph: {self.tp_worker.model_runner.cuda_graph_runner is not None}, "
+                    f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: 0, "
+                )
         self.next_req_pool_idx = (self.next_req_pool_idx + 1) % self.max_running_requests
 
     def get_new_batch_prefill(self, req):
         import torch
+
         mr = self.tp_worker.model_runner
         n = len(req.origin_input_ids)
         req.req_pool_idx = self.next_req_pool_idx
         num_used = self.next_free_slot - 1
-        logger.info(f"Prefill batch. #new-seq: 1, #new-token: {n}, #cached-token: 0, "
-                    f"token usage: {num_used / self.max_total_num_tokens:.2f}, #running-req: 0, #queue-req: 0, ")
-        out_cache_loc = torch.arange(self.next_free_slot, self.next_free_slot + n, dtype=torch.int64,
-                                     device="cuda")
+        logger.info(
+            f"Prefill batch. #new-seq: 1, #new-token: {n}, #cached-token: 0, "
+            f"token usage: {num_used / self.max_total_num_tokens:.2f}, #running-req: 0, #queue-req: 0, "
+        )
+        out_cache_loc = torch.arange(self.next_free_slot, self.next_free_slot + n, dtype=torch.int64, device="cuda")
         req.kv_locs = list(range(self.next_free_slot, self.next_free_slot + n))
         self.next_free_slot += n
         req_pool_indices = torch.tensor([req.req_pool_idx], dtype=torch.int64, device="cuda")
         if self.scenario == "illegal_access":
             # a stale / garbage request-slot index reaching the kernel (no bounds check in the kernel)
             req_pool_indices = torch.tensor([1 << 26], dtype=torch.int64, device="cuda")
-        return dict(mode="extend", req=req, token_ids_logprob=req.token_ids_logprob,
-                    input_ids=torch.tensor(req.origin_input_ids, dtype=torch.int64, device="cuda"),
-                    positions=torch.arange(0, n, dtype=torch.int64, device="cuda"),
-                    out_cache_loc=out_cache_loc, req_pool_indices=req_pool_indices,
-                    pre_lens=torch.zeros(1, dtype=torch.int64, device="cuda"),
-                    seq_lens=torch.tensor([n], dtype=torch.int64, device="cuda"),
-                    extend_lens=torch.tensor([n], dtype=torch.int64, device="cuda"),
-                    req_to_token=mr.req_to_token_pool.req_to_token)
+        return dict(
+            mode="extend",
+            req=req,
+            token_ids_logprob=req.token_ids_logprob,
+            input_ids=torch.tensor(req.origin_input_ids, dtype=torch.int64, device="cuda"),
+            positions=torch.arange(0, n, dtype=torch.int64, device="cuda"),
+            out_cache_loc=out_cache_loc,
+            req_pool_indices=req_pool_indices,
+            pre_lens=torch.zeros(1, dtype=torch.int64, device="cuda"),
+            seq_lens=torch.tensor([n], dtype=torch.int64, device="cuda"),
+            extend_lens=torch.tensor([n], dtype=torch.int64, device="cuda"),
+            req_to_token=mr.req_to_token_pool.req_to_token,
+        )
 
     def get_decode_batch(self, req):
         import torch
+
         loc = self.next_free_slot
         self.next_free_slot += 1
         req.kv_locs.append(loc)
-        return dict(mode="decode", req=req,
-                    input_ids=torch.tensor([req.output_ids[-1]], dtype=torch.int64, device="cuda"),
-                    out_cache_loc=torch.tensor([loc], dtype=torch.int64, device="cuda"),
-                    seq_lens=torch.tensor([len(req.kv_locs)], dtype=torch.int32, device="cuda"))
+        return dict(
+            mode="decode",
+            req=req,
+            input_ids=torch.tensor([req.output_ids[-1]], dtype=torch.int64, device="cuda"),
+            out_cache_loc=torch.tensor([loc], dtype=torch.int64, device="cuda"),
+            seq_lens=torch.tensor([len(req.kv_locs)], dtype=torch.int32, device="cuda"),
+        )
 
     def run_batch(self, batch):
         return self.tp_worker.forward_batch_generation(batch)
@@ -876,15 +1071,32 @@ class TpModelWorker:
 
     def forward_batch_generation(self, batch):
         import torch
+
         mr = self.model_runner
         if batch["mode"] == "extend":
             write_req_to_token_pool_triton[(1,)](
-                batch["req_to_token"], batch["req_pool_indices"], batch["pre_lens"], batch["seq_lens"],
-                batch["extend_lens"], batch["out_cache_loc"], batch["req_to_token"].shape[1], BLOCK_SIZE=512)
+                batch["req_to_token"],
+                batch["req_pool_indices"],
+                batch["pre_lens"],
+                batch["seq_lens"],
+                batch["extend_lens"],
+                batch["out_cache_loc"],
+                batch["req_to_token"].shape[1],
+                BLOCK_SIZE=512,
+            )
             n = batch["input_ids"].shape[0]
-            fb = ForwardBatch("extend", 1, batch["input_ids"], batch["positions"], batch["out_cache_loc"],
-                              batch["seq_lens"], batch["req_pool_indices"], mr.attn_backend, mr.token_to_kv_pool,
-                              extend_last_index=torch.tensor([n - 1], dtype=torch.int64, device="cuda"))
+            fb = ForwardBatch(
+                "extend",
+                1,
+                batch["input_ids"],
+                batch["positions"],
+                batch["out_cache_loc"],
+                batch["seq_lens"],
+                batch["req_pool_indices"],
+                mr.attn_backend,
+                mr.token_to_kv_pool,
+                extend_last_index=torch.tensor([n - 1], dtype=torch.int64, device="cuda"),
+            )
             logits = mr.forward_extend(fb)
         else:
             logits = mr.cuda_graph_runner.replay(batch["input_ids"], batch["out_cache_loc"], batch["seq_lens"])
@@ -892,6 +1104,7 @@ class TpModelWorker:
 
     def sample(self, logits, batch):
         import torch
+
         next_token_ids = torch.argmax(logits, dim=-1)
         if batch.get("token_ids_logprob"):
             logprobs = torch.log_softmax(logits, dim=-1)
@@ -905,12 +1118,14 @@ def run_scheduler_process(server_args, scenario, conn):
     parent_pid = os.getppid()
     try:
         import torch
+
         torch.set_grad_enabled(False)
         scheduler = Scheduler(server_args, scenario)
         conn.send({"type": "ready", "max_total_num_tokens": scheduler.max_total_num_tokens})
         scheduler.event_loop_normal(conn)
         try:
             import torch.distributed as dist
+
             dist.destroy_process_group()
         except Exception:
             pass
@@ -959,6 +1174,7 @@ def _wait(conn, proc, what, timeout=600):
 
 def launch_server(scenario: str) -> int:
     import multiprocessing as mp
+
     configure_logger("")
     server_args = build_server_args(scenario)
     logger.info(f"server_args={server_args}")
@@ -989,8 +1205,15 @@ def launch_server(scenario: str) -> int:
         _wait(parent_conn, proc, "serving")
     elif scenario == "device_assert_gather":
         # a client asks for the logprobs of token ids taken from another model's tokenizer
-        parent_conn.send({"type": "generate", "rid": "r1", "input_ids": USER_IDS, "max_new_tokens": 64,
-                          "token_ids_logprob": [9906, 128300, 151643]})
+        parent_conn.send(
+            {
+                "type": "generate",
+                "rid": "r1",
+                "input_ids": USER_IDS,
+                "max_new_tokens": 64,
+                "token_ids_logprob": [9906, 128300, 151643],
+            }
+        )
         _wait(parent_conn, proc, "serving")
     else:
         for i in range(2):
@@ -1047,9 +1270,17 @@ def write_versions(path):
         lines = [(r.stdout + r.stderr).rstrip("\n")]
     except Exception as e:  # noqa: BLE001
         lines = [f"<versions snippet failed: {e}>"]
-    lines.append("nvidia-smi: " + _sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,"
-                                       "pci.bus_id,vbios_version", "--format=csv,noheader"]))
-    lines.append("\n".join(_sh(["nvidia-smi"]).splitlines()[2:4]))   # the driver / CUDA version banner
+    lines.append(
+        "nvidia-smi: "
+        + _sh(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,memory.total,pci.bus_id,vbios_version",
+                "--format=csv,noheader",
+            ]
+        )
+    )
+    lines.append("\n".join(_sh(["nvidia-smi"]).splitlines()[2:4]))  # the driver / CUDA version banner
     lines.append("kernel: " + _sh(["uname", "-r"]))
     text = "\n".join(lines) + "\n"
     with open(path, "w") as f:
@@ -1075,8 +1306,18 @@ def _wait_gpu_idle(limit_s=60):
     return _gpu_mem_used_mib()
 
 
-KEY_WORDS = ("Error", "error", "Exception", "Assertion", "Not enough", "sigquit", "fired up", "died", "Timed out",
-             "Capture cuda graph end")
+KEY_WORDS = (
+    "Error",
+    "error",
+    "Exception",
+    "Assertion",
+    "Not enough",
+    "sigquit",
+    "fired up",
+    "died",
+    "Timed out",
+    "Capture cuda graph end",
+)
 
 
 def _pack(out_dir, tar_path):
@@ -1084,6 +1325,7 @@ def _pack(out_dir, tar_path):
     if not tar_path:
         return
     import tarfile
+
     tmp = tar_path + ".part"
     with tarfile.open(tmp, "w:gz") as t:
         for name in sorted(os.listdir(out_dir)):
@@ -1096,16 +1338,27 @@ def run_all(out_dir, scenarios, timeout, tar_path=None):
     print(write_versions(os.path.join(out_dir, "versions.txt")), flush=True)
     dmesg_before = _sh(["dmesg"]).splitlines()
     results = {}
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONIOENCODING="utf-8", NCCL_NVLS_ENABLE="0",
-               TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
-               NVSHMEM_DISABLE_NVLS="1")
+    env = dict(
+        os.environ,
+        PYTHONUNBUFFERED="1",
+        PYTHONIOENCODING="utf-8",
+        NCCL_NVLS_ENABLE="0",
+        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
+        NVSHMEM_DISABLE_NVLS="1",
+    )
     for sc in scenarios:
         idle = _wait_gpu_idle()
         log_path = os.path.join(out_dir, f"{sc}.log")
         t0 = time.time()
         with open(log_path, "wb") as f:
-            p = subprocess.Popen([sys.executable, os.path.abspath(__file__), sc], stdout=f, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            p = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), sc],
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
             try:
                 rc = p.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -1127,7 +1380,7 @@ def run_all(out_dir, scenarios, timeout, tar_path=None):
                 if any(k in line for k in KEY_WORDS):
                     print("    " + line.rstrip("\n")[:300], flush=True)
     dmesg_after = _sh(["dmesg"]).splitlines()
-    new = dmesg_after[len(dmesg_before):] if dmesg_after[:len(dmesg_before)] == dmesg_before else dmesg_after
+    new = dmesg_after[len(dmesg_before) :] if dmesg_after[: len(dmesg_before)] == dmesg_before else dmesg_after
     with open(os.path.join(out_dir, "dmesg.txt"), "w") as f:
         f.write("# dmesg lines that appeared during the run\n")
         f.write("\n".join(new) + "\n")

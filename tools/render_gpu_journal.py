@@ -15,6 +15,7 @@ seen), host `gpu-node-7`, identifier `python3[PID]` with the launcher's PID (the
 and, for a process that exited non-zero, `Main process exited, code=exited, status=N/FAILURE` and
 `Failed with result 'exit-code'.` last.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,13 @@ SOURCE = "recorded on a lent NVIDIA H200 with tools/record_gpu_faults.py"
 
 # launcher PIDs for scenarios that die before uvicorn prints its own (any neutral value will do)
 FALLBACK_PID = {
-    "weights_oom": 41877, "pool_oom": 42219, "pool_alloc_oom": 42561, "capture_oom": 42903,
-    "capture_oom_in_graph": 43245, "capture_unsafe": 43587, "capture_unsafe_sync": 43929,
+    "weights_oom": 41877,
+    "pool_oom": 42219,
+    "pool_alloc_oom": 42561,
+    "capture_oom": 42903,
+    "capture_oom_in_graph": 43245,
+    "capture_unsafe": 43587,
+    "capture_unsafe_sync": 43929,
 }
 
 NOT_MEMORY = ["--mem-fraction-static", "--cuda-graph-max-bs", "--disable-cuda-graph"]
@@ -42,107 +48,137 @@ NOT_MEMORY = ["--mem-fraction-static", "--cuda-graph-max-bs", "--disable-cuda-gr
 # label fields per scenario (the common ones are filled in by label_for)
 LABELS = {
     "healthy": dict(
-        failed=False, phase="serving", cause=None, fix_flags=[], fix_other="",
+        failed=False,
+        phase="serving",
+        cause=None,
+        fix_flags=[],
+        fix_other="",
         notes="Healthy start of the imitated SGLang server (Llama-3.1-8B shapes, mem_fraction_static=0.88, "
-              "cuda_graph_max_bs=256): real avail-mem readings, 36 decode graphs captured, warm-up request, two "
-              "requests served with 'cuda graph: True' decode lines; the process is still up at the end."),
+        "cuda_graph_max_bs=256): real avail-mem readings, 36 decode graphs captured, warm-up request, two "
+        "requests served with 'cuda graph: True' decode lines; the process is still up at the end.",
+    ),
     "weights_oom": dict(
-        phase="weight_load", cause="weights_oom",
+        phase="weight_load",
+        cause="weights_oom",
         fix_flags=["--tp-size 8"],
         fix_other="a 405B model in bf16 needs about 756 GiB of weights: spread it over 8 GPUs (with an FP8 "
-                  "checkpoint) or use a smaller model; no memory fraction makes it fit one GPU",
+        "checkpoint) or use a smaller model; no memory fraction makes it fit one GPU",
         must_not_suggest=NOT_MEMORY + ["--context-length", "--chunked-prefill-size"],
         notes="torch.OutOfMemoryError while the model's parameters are created (torch.empty through "
-              "torch/utils/_device.py), after 'Load weight begin' and before any shard is read: 'Tried to "
-              "allocate 3.25 GiB ... of which 3.05 GiB is free'."),
+        "torch/utils/_device.py), after 'Load weight begin' and before any shard is read: 'Tried to "
+        "allocate 3.25 GiB ... of which 3.05 GiB is free'.",
+    ),
     "pool_oom": dict(
-        phase="memory_pool", cause="kv_cache_oom",
+        phase="memory_pool",
+        cause="kv_cache_oom",
         fix_flags=["--tp-size 2"],
         fix_other="70B bf16 weights take 131.42 GB of 138.65 GB: add a GPU (tp 2) or use an FP8 checkpoint; "
-                  "--mem-fraction-static 0.95 would leave only ~0.3 GB (about a thousand tokens) of KV pool",
-        must_not_suggest=["--mem-fraction-static 0.88", "--disable-cuda-graph", "--cuda-graph-max-bs",
-                          "--context-length", "--max-running-requests"],
+        "--mem-fraction-static 0.95 would leave only ~0.3 GB (about a thousand tokens) of KV pool",
+        must_not_suggest=[
+            "--mem-fraction-static 0.88",
+            "--disable-cuda-graph",
+            "--cuda-graph-max-bs",
+            "--context-length",
+            "--max-running-requests",
+        ],
         notes="SGLang's own check (printed by the imitator, not a CUDA error): weights fit (avail mem=7.23 GB "
-              "after load) but rest memory = 7.23 - 138.65*(1-0.88) < 0, so 'RuntimeError: Not enough memory. "
-              "Please try to increase --mem-fraction-static.' (classic wording, no current value)."),
+        "after load) but rest memory = 7.23 - 138.65*(1-0.88) < 0, so 'RuntimeError: Not enough memory. "
+        "Please try to increase --mem-fraction-static.' (classic wording, no current value).",
+    ),
     "pool_alloc_oom": dict(
-        phase="memory_pool", cause="kv_cache_oom",
+        phase="memory_pool",
+        cause="kv_cache_oom",
         fix_flags=["--mem-fraction-static 0.9", "--max-running-requests 256"],
         fix_other="the req_to_token table for 2049 requests x 1010004 tokens (7.7 GiB) is allocated after the pool "
-                  "was sized from free memory; leave room for it (a lower memory fraction), or shrink it with fewer "
-                  "running requests or a shorter --context-length",
+        "was sized from free memory; leave room for it (a lower memory fraction), or shrink it with fewer "
+        "running requests or a shorter --context-length",
         must_not_suggest=["--mem-fraction-static 0.96", "--disable-cuda-graph", "--cuda-graph-max-bs"],
         notes="Real torch.OutOfMemoryError inside the KV-pool allocation (MHATokenToKVPool._create_buffers, "
-              "torch.zeros) between 'Load weight end' and 'KV Cache is allocated': 'Tried to allocate 2.12 GiB ... "
-              "of which 2.01 GiB is free'. Raising the fraction, as SGLang's pool message would say, makes it "
-              "worse here."),
+        "torch.zeros) between 'Load weight end' and 'KV Cache is allocated': 'Tried to allocate 2.12 GiB ... "
+        "of which 2.01 GiB is free'. Raising the fraction, as SGLang's pool message would say, makes it "
+        "worse here.",
+    ),
     "capture_oom": dict(
-        phase="graph_capture", cause="graph_capture_fault",
+        phase="graph_capture",
+        cause="graph_capture_fault",
         fix_flags=["--cuda-graph-max-bs 256", "--mem-fraction-static 0.88"],
         fix_other="",
         must_not_suggest=["--mem-fraction-static 0.97", "--cuda-graph-max-bs 1024"],
         notes="mem_fraction_static=0.97 leaves 2.20 GB after the pool; capturing 1024-wide decode graphs OOMs in "
-              "the warm-up forward that capture_one_batch_size runs before torch.cuda.graph: 'Exception: Capture "
-              "cuda graph failed: CUDA out of memory. Tried to allocate 486.00 MiB' + SGLang's 'Possible "
-              "solutions:' block."),
+        "the warm-up forward that capture_one_batch_size runs before torch.cuda.graph: 'Exception: Capture "
+        "cuda graph failed: CUDA out of memory. Tried to allocate 486.00 MiB' + SGLang's 'Possible "
+        "solutions:' block.",
+    ),
     "capture_oom_in_graph": dict(
-        phase="graph_capture", cause="graph_capture_fault",
+        phase="graph_capture",
+        cause="graph_capture_fault",
         fix_flags=["--cuda-graph-max-bs 256", "--mem-fraction-static 0.88"],
         fix_other="",
         must_not_suggest=["--mem-fraction-static 0.97", "--cuda-graph-max-bs 1024"],
         notes="Same sizing as capture_oom, but the OOM is raised inside the torch.cuda.graph block (a decode "
-              "scratch buffer allocated only while capturing): 'Tried to allocate 8.06 GiB ... with 26.00 MiB "
-              "allocated in private pools (e.g., CUDA Graphs)', wrapped as 'Capture cuda graph failed:'."),
+        "scratch buffer allocated only while capturing): 'Tried to allocate 8.06 GiB ... with 26.00 MiB "
+        "allocated in private pools (e.g., CUDA Graphs)', wrapped as 'Capture cuda graph failed:'.",
+    ),
     "capture_unsafe": dict(
-        phase="graph_capture", cause="graph_capture_fault",
+        phase="graph_capture",
+        cause="graph_capture_fault",
         fix_flags=["--disable-cuda-graph"],
         fix_other="code fix: no host sync (.item()) in the decode path that is captured; another "
-                  "--attention-backend may avoid the offending code",
+        "--attention-backend may avoid the offending code",
         must_not_suggest=["--mem-fraction-static", "--cuda-graph-max-bs"],
         notes="A .item() on seq_lens inside the attention backend during capture: 'operation not permitted when "
-              "stream is capturing' (cudaErrorStreamCaptureUnsupported), then capture_end fails with 'operation "
-              "failed due to a previous error during capture' (cudaErrorStreamCaptureInvalidated), and the SGLang "
-              "wrapper quotes only that second error. Memory is not the problem although the hint lists it first."),
+        "stream is capturing' (cudaErrorStreamCaptureUnsupported), then capture_end fails with 'operation "
+        "failed due to a previous error during capture' (cudaErrorStreamCaptureInvalidated), and the SGLang "
+        "wrapper quotes only that second error. Memory is not the problem although the hint lists it first.",
+    ),
     "capture_unsafe_sync": dict(
-        phase="graph_capture", cause="graph_capture_fault",
+        phase="graph_capture",
+        cause="graph_capture_fault",
         fix_flags=["--disable-cuda-graph"],
         fix_other="code fix: no torch.cuda.synchronize() in the decode path that is captured",
         must_not_suggest=["--mem-fraction-static", "--cuda-graph-max-bs"],
         notes="torch.cuda.synchronize() inside the attention backend during capture (frame torch/cuda/__init__.py "
-              "synchronize): same two CUDA errors as the .item() case; the wrapper again quotes "
-              "cudaErrorStreamCaptureInvalidated."),
+        "synchronize): same two CUDA errors as the .item() case; the wrapper again quotes "
+        "cudaErrorStreamCaptureInvalidated.",
+    ),
     "device_assert": dict(
-        phase="serving", cause="illegal_memory_access",
+        phase="serving",
+        cause="illegal_memory_access",
         fix_flags=[],
         fix_other="the request carried token ids 128260/128261 beyond the model's 128256-entry vocabulary "
-                  "(tokenizer with added tokens): validate ids at the client/tokenizer; CUDA_LAUNCH_BLOCKING=1 "
-                  "localizes the kernel",
+        "(tokenizer with added tokens): validate ids at the client/tokenizer; CUDA_LAUNCH_BLOCKING=1 "
+        "localizes the kernel",
         must_not_suggest=NOT_MEMORY,
         notes="Embedding lookup out of range while serving: hundreds of 'vectorized_gather_kernel ... Assertion "
-              "`ind >=0 && ind < ind_dim_size && \"vectorized gather kernel index out of bounds\"` failed.' lines, "
-              "then the error surfaces in the next cuBLAS call as 'RuntimeError: CUDA error: "
-              "CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`' (no 'device-side assert "
-              "triggered' text). Kernel log: Xid 43 (app, not hardware)."),
+        '`ind >=0 && ind < ind_dim_size && "vectorized gather kernel index out of bounds"` failed.\' lines, '
+        "then the error surfaces in the next cuBLAS call as 'RuntimeError: CUDA error: "
+        "CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx(...)`' (no 'device-side assert "
+        "triggered' text). Kernel log: Xid 43 (app, not hardware).",
+    ),
     "device_assert_gather": dict(
-        phase="serving", cause="illegal_memory_access",
+        phase="serving",
+        cause="illegal_memory_access",
         fix_flags=[],
         fix_other="the request asked for logprobs of token ids beyond the vocabulary (128300, 151643): validate "
-                  "token_ids_logprob against the model's vocab size",
+        "token_ids_logprob against the model's vocab size",
         must_not_suggest=NOT_MEMORY,
         notes="torch.gather with out-of-range ids while serving: 'ScatterGatherKernel.cu:163 ... Assertion "
-              "`idx_dim >= 0 && idx_dim < index_size && \"scatter gather kernel index out of bounds\"` failed.' "
-              "then 'torch.AcceleratorError: CUDA error: device-side assert triggered' at .tolist(). Kernel log: "
-              "Xid 43."),
+        '`idx_dim >= 0 && idx_dim < index_size && "scatter gather kernel index out of bounds"` failed.\' '
+        "then 'torch.AcceleratorError: CUDA error: device-side assert triggered' at .tolist(). Kernel log: "
+        "Xid 43.",
+    ),
     "illegal_access": dict(
-        phase="warmup", cause="illegal_memory_access",
+        phase="warmup",
+        cause="illegal_memory_access",
         fix_flags=[],
         fix_other="kernel bug: the Triton write_req_to_token_pool kernel got a garbage req_pool_index and wrote far "
-                  "out of bounds; rerun with CUDA_LAUNCH_BLOCKING=1 to localize, report the bug",
+        "out of bounds; rerun with CUDA_LAUNCH_BLOCKING=1 to localize, report the bug",
         must_not_suggest=NOT_MEMORY,
         notes="Out-of-bounds Triton store during the warm-up request (before 'fired up'): 'torch.AcceleratorError: "
-              "CUDA error: an illegal memory access was encountered' surfacing at an unrelated later call (a "
-              "host-to-device torch.tensor). Kernel log: Xid 31 MMU fault FAULT_PDE ACCESS_TYPE_VIRT_WRITE (app "
-              "bug, not hardware)."),
+        "CUDA error: an illegal memory access was encountered' surfacing at an unrelated later call (a "
+        "host-to-device torch.tensor). Kernel log: Xid 31 MMU fault FAULT_PDE ACCESS_TYPE_VIRT_WRITE (app "
+        "bug, not hardware).",
+    ),
 }
 
 
@@ -197,9 +233,11 @@ def label_for(scenario: str, v: dict) -> dict:
     smi = [x.strip() for x in v.get("nvidia-smi", "").split(",")]
     driver = smi[1] if len(smi) > 1 else "?"
     gpu_name = v.get("gpu[0]", "NVIDIA H200").split(",")[0]
-    versions = (f"torch {v.get('torch', '?')}, CUDA {v.get('torch.version.cuda', '?')}, driver {driver}, "
-                f"{gpu_name} ({smi[2] if len(smi) > 2 else '?'}, sm_90), triton {v.get('triton', '?')}, "
-                f"NCCL {v.get('nccl', '?')}, Python {v.get('python', '?')}")
+    versions = (
+        f"torch {v.get('torch', '?')}, CUDA {v.get('torch.version.cuda', '?')}, driver {driver}, "
+        f"{gpu_name} ({smi[2] if len(smi) > 2 else '?'}, sm_90), triton {v.get('triton', '?')}, "
+        f"NCCL {v.get('nccl', '?')}, Python {v.get('python', '?')}"
+    )
     failed = spec.pop("failed", True)
     label = {
         "id": f"gpu-real-{scenario}",
@@ -217,8 +255,7 @@ def label_for(scenario: str, v: dict) -> dict:
         "resolved": False,
         "label_confidence": "high",
         "notes": spec.pop("notes") + " SGLang-style phase lines come from the imitator (classic 0.4/0.5.10 "
-                                     "wording); tracebacks and CUDA/torch error text are genuine. Versions: "
-                                     + versions + ".",
+        "wording); tracebacks and CUDA/torch error text are genuine. Versions: " + versions + ".",
     }
     if "must_not_suggest" in spec:
         label["must_not_suggest"] = spec.pop("must_not_suggest")

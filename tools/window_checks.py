@@ -8,6 +8,7 @@ sshd:     one line of another program (sshd) after the death. It is evidence of 
 
 Run: python tools/window_checks.py [FIXTURES_DIR] [-v]   prints how many failing fixtures say OK after each change.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-_SHORT = re.compile(r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?P<ident>[^\s\[:]+)"
-                    r"(?:\[(?P<pid>\d+)\])?: (?P<msg>.*)$")
+_SHORT = re.compile(
+    r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?P<ident>[^\s\[:]+)"
+    r"(?:\[(?P<pid>\d+)\])?: (?P<msg>.*)$"
+)
 
 
 def failing_cases(root: Path) -> list[Path]:
@@ -48,16 +51,21 @@ def with_restart(text: str, keep: int = 13) -> str | None:
         return None
     ts, host = head
     started = _SHORT.match(lines[idx])
-    unit_msg = started.group("msg")[len("Started "):]
+    unit_msg = started.group("msg")[len("Started ") :]
     unit = unit_msg.split(" - ")[0].rstrip(".")
-    extra = [f"{ts} {host} systemd[1]: {unit}: Scheduled restart job, restart counter is at 1.",
-             f"{ts} {host} systemd[1]: Stopped {unit_msg}",
-             f"{ts} {host} systemd[1]: Started {unit_msg}"]
-    for line in lines[idx + 1: idx + 1 + keep]:
+    extra = [
+        f"{ts} {host} systemd[1]: {unit}: Scheduled restart job, restart counter is at 1.",
+        f"{ts} {host} systemd[1]: Stopped {unit_msg}",
+        f"{ts} {host} systemd[1]: Started {unit_msg}",
+    ]
+    for line in lines[idx + 1 : idx + 1 + keep]:
         m = _SHORT.match(line)
         if m:
-            pid = f"[{int(m.group('pid')) + 1000}]" if m.group("pid") and m.group("ident") != "kernel" else \
-                (f"[{m.group('pid')}]" if m.group("pid") else "")
+            pid = (
+                f"[{int(m.group('pid')) + 1000}]"
+                if m.group("pid") and m.group("ident") != "kernel"
+                else (f"[{m.group('pid')}]" if m.group("pid") else "")
+            )
             extra.append(f"{ts} {host} {m.group('ident')}{pid}: {m.group('msg')}")
         else:
             extra.append(line)
@@ -68,15 +76,24 @@ def with_sshd(text: str) -> str:
     lines = text.splitlines()
     head = _last_header(lines)
     ts, host = head if head else ("Jan 01 00:00:00", "host")
-    return "\n".join(lines + [f"{ts} {host} sshd[40213]: Accepted publickey for ops from 192.0.2.7 port 52214 ssh2: "
-                              "ED25519 SHA256:q3cZr0AbCdEf"]) + "\n"
+    return (
+        "\n".join(
+            lines
+            + [
+                f"{ts} {host} sshd[40213]: Accepted publickey for ops from 192.0.2.7 port 52214 ssh2: "
+                "ED25519 SHA256:q3cZr0AbCdEf"
+            ]
+        )
+        + "\n"
+    )
 
 
 def run(root: Path = ROOT / "fixtures" / "journals", verbose: bool = False) -> dict:
     """Counts over the failing fixtures that the unchanged log already diagnoses as failed."""
-    from logdoctor.verdict.api import diagnose
     from logdoctor.classify.runtime import load_default
     from logdoctor.matching.loader import load_rules
+    from logdoctor.verdict.api import diagnose
+
     rules, clf = load_rules(()), load_default()
     res = {"restart_cases": 0, "restart_ok": [], "sshd_cases": 0, "sshd_ok": []}
     for d in failing_cases(root):
@@ -103,7 +120,9 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("-")]
     root = Path(args[0]) if args else ROOT / "fixtures" / "journals"
     r = run(root, verbose="-v" in sys.argv)
-    print(f"restart appended: {len(r['restart_ok'])} of {r['restart_cases']} failing fixtures with a Started line say OK")
+    print(
+        f"restart appended: {len(r['restart_ok'])} of {r['restart_cases']} failing fixtures with a Started line say OK"
+    )
     print(f"sshd line appended: {len(r['sshd_ok'])} of {r['sshd_cases']} failing fixtures say OK")
 
 

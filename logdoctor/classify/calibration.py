@@ -8,15 +8,18 @@ Two halves:
   trained without the case's variant_of group) over the cases whose group shares nothing with any rule's examples:
   the shapes the rules were not written for.
 """
+
 from __future__ import annotations
 
 from logdoctor.core import rxcache
 
 CLASSIFIER_ALONE_MAX = 0.7
 HINT_ONLY_MAX = 0.6
-_HINT = rxcache.compile(r"^\s*(?:If |Try |Please |Consider |You (?:may|can|might|should) |Possible (?:solutions|suggestions)|"
-                        r"Hints?:|HINT|Suggestion)|It is likely due to|a common cause is|[Ii]t usually means|"
-                        r"might be (?:caused|due)|[Pp]lease (?:check|try|increase|decrease|lower|set)")
+_HINT = rxcache.compile(
+    r"^\s*(?:If |Try |Please |Consider |You (?:may|can|might|should) |Possible (?:solutions|suggestions)|"
+    r"Hints?:|HINT|Suggestion)|It is likely due to|a common cause is|[Ii]t usually means|"
+    r"might be (?:caused|due)|[Pp]lease (?:check|try|increase|decrease|lower|set)"
+)
 
 
 _ERROR_LINE = rxcache.compile(r"^\s*[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b|^\s*(?:ERROR|CRITICAL|FATAL)\b")
@@ -40,6 +43,7 @@ def adjust(confidence: float, *, rule_candidates: list, winner, evidence: list) 
 
 
 # ---- eval side ----
+
 
 def example_groups(cases, rules) -> set[str]:
     """The variant_of groups of every fixture a rule names as an example (a case without variant_of is its own group)."""
@@ -72,11 +76,16 @@ def reliability(results, unseen_ids: set[str] | None = None, threshold: float = 
     bins = {f"{lo:.1f}-{up:.1f}": _bin(named, lo, up) for lo, up in BINS}
     healthy = [r for r in rs if r.cause is None]
     unknown = [r for r in rs if r.cause == "unknown"]
-    return {"cases": len(rs), "named_cause": len(named), f"conf>={threshold}": len(hi),
-            f"right_at_conf>={threshold}": round(sum(r.cause_ok for r in hi) / len(hi), 3) if hi else None,
-            "wrong_at_conf": sorted(r.id for r in hi if not r.cause_ok), "bins": bins,
-            "healthy_verdicts": {"cases": len(healthy), "right": sum(r.cause_ok for r in healthy)},
-            "unknown_verdicts": {"cases": len(unknown), "label_unknown": sum(r.label_cause == "unknown" for r in unknown)}}
+    return {
+        "cases": len(rs),
+        "named_cause": len(named),
+        f"conf>={threshold}": len(hi),
+        f"right_at_conf>={threshold}": round(sum(r.cause_ok for r in hi) / len(hi), 3) if hi else None,
+        "wrong_at_conf": sorted(r.id for r in hi if not r.cause_ok),
+        "bins": bins,
+        "healthy_verdicts": {"cases": len(healthy), "right": sum(r.cause_ok for r in healthy)},
+        "unknown_verdicts": {"cases": len(unknown), "label_unknown": sum(r.label_cause == "unknown" for r in unknown)},
+    }
 
 
 def _bin(named: list, lo: float, up: float) -> dict:
@@ -84,6 +93,9 @@ def _bin(named: list, lo: float, up: float) -> dict:
     the mean confidence (None for an empty bin)."""
     b = [r for r in named if lo <= r.confidence < up or (up == 1.0 and r.confidence == 1.0)]
     right = sum(r.cause_ok for r in b)
-    return {"cases": len(b), "right": right,
-            "share": round(right / len(b), 3) if b else None,
-            "mean_confidence": round(sum(r.confidence for r in b) / len(b), 3) if b else None}
+    return {
+        "cases": len(b),
+        "right": right,
+        "share": round(right / len(b), 3) if b else None,
+        "mean_confidence": round(sum(r.confidence for r in b) / len(b), 3) if b else None,
+    }

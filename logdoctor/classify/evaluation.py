@@ -3,6 +3,7 @@
 Scores per case: cause (primary; and primary-or-secondary), phase, first-fix agreement (a label's fix_flags flag
 among the first two proposed), forbidden suggestions (must_not_suggest), healthy logs flagged, unknown, wrong at
 confidence ≥ 0.8. Aggregation into tables uses pandas (imported only here, never on the explain path)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,7 @@ class CaseResult:
     cause_ok: bool
     cause_or_secondary_ok: bool
     phase_ok: bool
-    fix_ok: bool | None          # None when the label has no fix_flags
+    fix_ok: bool | None  # None when the label has no fix_flags
     forbidden: list[str] = field(default_factory=list)
     healthy_flagged: bool = False
     unknown: bool = False
@@ -52,13 +53,25 @@ def score(case: Case, d) -> CaseResult:
     proposed = [f"{f.flag}" + ("" if f.to is True else f" {f.to}") for f in d.fixes]
     cause_ok, secondary_ok = _cause_agrees(case, d, cause, lc)
     res = CaseResult(
-        id=case.id, engine=str(lab.get("engine") or d.engine), label_cause=lc, label_phase=lp, cause=cause,
-        phase=d.phase, confidence=d.confidence, rule=d.rule, cause_ok=cause_ok,
+        id=case.id,
+        engine=str(lab.get("engine") or d.engine),
+        label_cause=lc,
+        label_phase=lp,
+        cause=cause,
+        phase=d.phase,
+        confidence=d.confidence,
+        rule=d.rule,
+        cause_ok=cause_ok,
         cause_or_secondary_ok=cause_ok or secondary_ok,
-        phase_ok=(d.phase == lp), fix_ok=_fix_agrees(case, d), forbidden=_forbidden(lab, d.fixes),
-        healthy_flagged=(not case.failed and d.failed), unknown=(d.failed and cause == "unknown"),
+        phase_ok=(d.phase == lp),
+        fix_ok=_fix_agrees(case, d),
+        forbidden=_forbidden(lab, d.fixes),
+        healthy_flagged=(not case.failed and d.failed),
+        unknown=(d.failed and cause == "unknown"),
         wrong_confident=(not cause_ok and d.confidence >= 0.8 and d.failed and cause != "unknown"),
-        fixes=proposed, group=str(lab.get("variant_of") or case.id))
+        fixes=proposed,
+        group=str(lab.get("variant_of") or case.id),
+    )
     return res
 
 
@@ -99,19 +112,34 @@ def run(dirs, *, rule_dirs=(), classifier="default", mode="combined") -> list[Ca
     from logdoctor.scan.sources import read_any
     from logdoctor.timeline.build import build
     from logdoctor.verdict.api import diagnose_timeline
+
     rules = load_rules(tuple(rule_dirs))
     clf = None
     if mode in ("combined", "classifier"):
         from logdoctor.classify.runtime import load_default
+
         clf = load_default() if classifier == "default" else classifier
     out = []
     for case in load_cases(dirs):
         try:
             res = read_any(case.path / "journal.log")
         except Exception as exc:  # noqa: BLE001 - an unreadable case is a result, not a crash
-            out.append(CaseResult(case.id, str(case.label.get("engine")), case.label.get("cause"),
-                                  str(case.label.get("phase")), f"error: {exc}", "unknown", 0.0, None, False, False,
-                                  False, None))
+            out.append(
+                CaseResult(
+                    case.id,
+                    str(case.label.get("engine")),
+                    case.label.get("cause"),
+                    str(case.label.get("phase")),
+                    f"error: {exc}",
+                    "unknown",
+                    0.0,
+                    None,
+                    False,
+                    False,
+                    False,
+                    None,
+                )
+            )
             continue
         tl = build(res.records)
         use_rules = rules if mode != "classifier" else []
@@ -131,6 +159,7 @@ def run_cv(dirs, k: int, *, rule_dirs=(), modes=("combined",)) -> dict[str, list
     from logdoctor.classify.runtime import from_data
     from logdoctor.matching.loader import load_rules
     from logdoctor.verdict.api import diagnose_timeline
+
     parsed = tr.parse_cases(load_cases(dirs))
     if not parsed:
         return {m: [] for m in modes}
@@ -150,12 +179,24 @@ def run_cv(dirs, k: int, *, rule_dirs=(), modes=("combined",)) -> dict[str, list
             p = parsed[i]
             for m in modes:
                 if p.error is not None:
-                    out[m][i] = CaseResult(p.case.id, str(p.case.label.get("engine")), p.case.label.get("cause"),
-                                           str(p.case.label.get("phase")), f"error: {p.error}", "unknown", 0.0, None,
-                                           False, False, False, None)
+                    out[m][i] = CaseResult(
+                        p.case.id,
+                        str(p.case.label.get("engine")),
+                        p.case.label.get("cause"),
+                        str(p.case.label.get("phase")),
+                        f"error: {p.error}",
+                        "unknown",
+                        0.0,
+                        None,
+                        False,
+                        False,
+                        False,
+                        None,
+                    )
                     continue
-                d = diagnose_timeline(p.tl, p.res, rules if m != "classifier" else [],
-                                      classifier=clf if m != "rules" else None)
+                d = diagnose_timeline(
+                    p.tl, p.res, rules if m != "classifier" else [], classifier=clf if m != "rules" else None
+                )
                 out[m][i] = score(p.case, d)
     return out
 
@@ -181,6 +222,7 @@ def summary(results: list[CaseResult]) -> dict:
 def tables(results: list[CaseResult]):
     """(confusion matrix, per-engine breakdown) as pandas DataFrames."""
     import pandas as pd
+
     df = pd.DataFrame([asdict(r) for r in results])
     if df.empty:
         return df, df

@@ -32,6 +32,7 @@ How much each namespace counts is the model's business (classify/train.py NS_WEI
 Pure Python (re only); bump FEATURE_VERSION whenever the tokens change: a model trained on another version refuses
 to load.
 """
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,7 @@ _MASKS: tuple[tuple[re.Pattern, str], ...] = (
     (rxcache.compile(r"(?<![\w<])[-+]?\d+(?:[.,:]\d+)*(?:e[-+]?\d+)?(?![\w>])", re.I), " <num> "),
 )
 _PATH = _MASKS[3][0]
-_PATH_RUN = rxcache.compile(r"[\w.+@/~-]+")   # every path-mask match lies inside one such run (no lookbehind in it)
+_PATH_RUN = rxcache.compile(r"[\w.+@/~-]+")  # every path-mask match lies inside one such run (no lookbehind in it)
 
 
 def _path_sub(s: str, rep: str) -> str:
@@ -98,7 +99,7 @@ class _Acc:
 
     def __init__(self):
         self.toks: dict[str, None] = {}
-        self.raw: list[str] = []        # decisive texts, whole, for the mechanism scan (mechanisms())
+        self.raw: list[str] = []  # decisive texts, whole, for the mechanism scan (mechanisms())
 
     def add(self, tok: str) -> None:
         self.toks[tok] = None
@@ -131,7 +132,8 @@ def _reached(a) -> str | None:
 
 def _fatal_blocks(a):
     from logdoctor.timeline.decisive import of
-    return of(a).blocks   # the one decisive-error computation (logdoctor/timeline/decisive.py)
+
+    return of(a).blocks  # the one decisive-error computation (logdoctor/timeline/decisive.py)
 
 
 def features(tl, attempt) -> list[str]:
@@ -218,6 +220,7 @@ def _error_line_tokens(acc: _Acc, a) -> None:
     """ERROR/CRITICAL lines, bare "XError: ..." lines, and (where the engine prints no level) lines that say they
     are errors ("ERROR:    [Errno 98] ..." from uvicorn, "[Errno 28] ..."), outside tracebacks."""
     from logdoctor.core.records import SERVICE
+
     add = acc.add
     in_blocks = {r.line for b in a.blocks for r in b.records}
     n = 0
@@ -225,15 +228,18 @@ def _error_line_tokens(acc: _Acc, a) -> None:
     for r in a.records:
         if r.transport != SERVICE or r.line in in_blocks or not r.msg:
             continue
-        if r.level in ("ERROR", "CRITICAL", "FATAL") or _BARE_EXC.match(r.msg) or \
-                (r.level is None and _ERRORISH.search(r.msg)):
+        if (
+            r.level in ("ERROR", "CRITICAL", "FATAL")
+            or _BARE_EXC.match(r.msg)
+            or (r.level is None and _ERRORISH.search(r.msg))
+        ):
             fm = _FILE_LINE.match(r.msg)
-            if fm:   # a traceback printed line by line as ERROR records that did not assemble into a block
+            if fm:  # a traceback printed line by line as ERROR records that did not assemble into a block
                 add("fn:" + fm.group("func").strip())
                 add("file:" + fm.group("file").rsplit("/", 1)[-1])
                 continue
             if r.msg[:1].isspace():
-                continue   # source-code lines of such a traceback
+                continue  # source-code lines of such a traceback
             tpl = mask(r.msg)
             if tpl in seen_tpl:
                 continue
@@ -278,6 +284,7 @@ def _event_tokens(acc: _Acc, a) -> None:
                 except (TypeError, ValueError):
                     pass
             from logdoctor.timeline.hints import strip_false
+
             acc.text("death", strip_false(e.text))
 
 
@@ -340,10 +347,16 @@ def _mechanism_tokens(acc: _Acc, a) -> None:
 # systemd and death lines; not the engine's generic advice). Names say the mechanism, not the story.
 _FAMILIES: tuple[tuple[str, str], ...] = (
     ("oom", r"out of memory|outofmemoryerror|cuda_error_out_of_memory|cudaerrormemoryallocation|\boom\b"),
-    ("mem_short", r"not enough (?:gpu )?memory|no enough gpu memory|no available memory|insufficient (?:gpu )?memory"
-                  r"|memory is not enough|exceeds? (?:the )?(?:available|gpu) memory"),
+    (
+        "mem_short",
+        r"not enough (?:gpu )?memory|no enough gpu memory|no available memory|insufficient (?:gpu )?memory"
+        r"|memory is not enough|exceeds? (?:the )?(?:available|gpu) memory",
+    ),
     ("kv_words", r"kv[ _-]?cache|cache blocks|gpu blocks|num_gpu_blocks|max_total_num_tokens|max_num_seqs|kv blocks"),
-    ("weights_words", r"load(?:ing)? (?:the )?(?:model )?weights|weight_loader|load_weights|safetensors|checkpoint shards"),
+    (
+        "weights_words",
+        r"load(?:ing)? (?:the )?(?:model )?weights|weight_loader|load_weights|safetensors|checkpoint shards",
+    ),
     ("capture", r"stream is capturing|streamcapture|during capture|cuda ?graph|capture_one|graph capture"),
     ("illegal_address", r"illegal memory access|illegaladdress|illegal address|misaligned address"),
     ("device_assert", r"device-side assert|cudaerrorassert|assertion .* failed\. *$"),
@@ -352,7 +365,10 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("nvlink", r"nvlink"),
     ("fallen_off", r"fallen off the bus|gpu is lost|gpu lost"),
     ("cuda_unknown", r"cuda error: unknown error|cudaerrorunknown"),
-    ("invalid_device", r"invalid device ordinal|cudaerrorinvaliddevice|no cuda gpus are available|no cuda-capable device"),
+    (
+        "invalid_device",
+        r"invalid device ordinal|cudaerrorinvaliddevice|no cuda gpus are available|no cuda-capable device",
+    ),
     ("no_kernel_image", r"no kernel image|nokernelimage|not compatible with the current pytorch installation"),
     ("arch_words", r"\bsm_?\d{2,3}a?\b|compute capability|\bsm version|architecture|blackwell|hopper|ampere|gencode"),
     ("driver", r"driver version|insufficientdriver|nvidia driver|libcuda|\bnvml\b"),
@@ -368,7 +384,10 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("nccl_internal", r"ncclinternalerror|internal check failed"),
     ("watchdog", r"watchdog"),
     ("timeout", r"timed? ?out|timeout|deadline exceeded"),
-    ("dist_net", r"distnetworkerror|client socket|server socket|rendezvous|tcpstore|connect to any network|no route to host"),
+    (
+        "dist_net",
+        r"distnetworkerror|client socket|server socket|rendezvous|tcpstore|connect to any network|no route to host",
+    ),
     ("dist_backend", r"distbackenderror|process group|init_process_group|\bgloo\b|torch\.distributed"),
     ("addr_in_use", r"address already in use|eaddrinuse|failed to listen|bind on address|failed to bind"),
     ("conn_refused", r"connection refused|econnrefused"),
@@ -381,8 +400,11 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
     ("remote_code", r"trust[_-]remote[_-]code|custom code"),
     ("unsupported", r"not supported|unsupported|only supported|is not implemented"),
     ("divisible", r"divisible"),
-    ("requires", r"requires? |must be|should be|cannot be|can't be|is greater than|is smaller than|is less than"
-                 r"|exceeds"),
+    (
+        "requires",
+        r"requires? |must be|should be|cannot be|can't be|is greater than|is smaller than|is less than"
+        r"|exceeds",
+    ),
     ("argparse", r"unrecognized arguments|invalid choice|error: argument|usage: |expected one argument"),
     ("invalid_value", r"invalid (?:value|argument|literal|choice)|valueerror"),
     ("proxy", r"proxyerror|proxy"),

@@ -16,6 +16,7 @@ hash ("crc32"), classes, intercepts,
 buckets (sorted ints) + coef (one row of len(classes) floats per bucket: the sparse non-zero part of the
 coefficient matrix), temperature, threshold, threshold_criterion, training (cases, groups, data_sha256, C, ...).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def token_weight(token: str, weights: dict[str, float]) -> float:
     return weights.get(ns, 1.0)
 
 
-def vectorise(tokens, n_buckets: int, norm_floor: float = 0.0, weights: dict[str, float] | None = None
-              ) -> dict[int, float]:
+def vectorise(
+    tokens, n_buckets: int, norm_floor: float = 0.0, weights: dict[str, float] | None = None
+) -> dict[int, float]:
     """{bucket: value}: each distinct bucket gets the largest namespace weight of the tokens hitting it; the vector
     is L2-normalised, the squared norm floored at `norm_floor` so that a short excerpt with a handful of tokens is
     not blown up to the strength of a whole log."""

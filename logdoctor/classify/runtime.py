@@ -24,6 +24,7 @@ DECISIVE_* constants follow the rule-writing guide (docs/rules.md: system, speci
 confidence 0.75-0.93; generic evidence and catch-alls are weaker) and rank.confidence's "close" gap of 5 points.
 $LOGDOCTOR_CLASSIFIER=PATH uses another model file, =off none.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,6 +58,7 @@ class Classifier:
     def rerank(self, tl, attempt, cands, *, rules=None, probs: dict[str, float] | None = None):
         """Rules + this model's probabilities -> re-ranked candidates; the policy is matching/decide.combine."""
         from logdoctor.matching.decide import combine
+
         probs = probs if probs is not None else self.proba(tl, attempt)
         return combine(self, tl, attempt, cands, probs, rules)
 
@@ -66,6 +68,7 @@ class Classifier:
             return rules
         if self._bundled is None:
             from logdoctor.matching.loader import load_rules
+
             try:
                 self._bundled = load_rules(())
             except Exception:  # noqa: BLE001 - fixes are a bonus; a broken rule folder must not break the verdict
@@ -80,6 +83,7 @@ class Classifier:
         Order: near misses first, then the most top-level evidence conditions holding, phase fit, engine-specific
         over generic, tier, id. Returns (rule or None, near_miss)."""
         from logdoctor.matching.conditions import Context, evaluate
+
         pool = [r for r in self._rules(rules) if r.cause == cause and r.applies_to(tl.engine) and r.id != "classifier"]
         if not pool:
             return None, False
@@ -123,8 +127,19 @@ class Classifier:
         scored = []
         for r in pool:
             phase_fit = 2 if attempt.phase in r.phases else 1 if not r.phases else 0
-            scored.append(((not near_miss(r), -partial(r), -phase_fit, 0 if tl.engine in r.engines else 1,
-                            TIER_NAMES.index(r.tier), r.id), r))
+            scored.append(
+                (
+                    (
+                        not near_miss(r),
+                        -partial(r),
+                        -phase_fit,
+                        0 if tl.engine in r.engines else 1,
+                        TIER_NAMES.index(r.tier),
+                        r.id,
+                    ),
+                    r,
+                )
+            )
         key, best = min(scored, key=lambda kr: kr[0])
         return best, not key[0]
 
@@ -133,6 +148,7 @@ class Classifier:
         from logdoctor.matching.conditions import Hit
         from logdoctor.matching.loader import Rule
         from logdoctor.matching.rank import Candidate
+
         best, near = (None, False) if alternative else self.best_rule(tl, attempt, cause, rules)
         title = CAUSE_TITLES.get(cause, cause.replace("_", " "))
         # flag changes only from a near miss: a cause has several mechanisms with opposite fixes (capture OOM:
@@ -140,25 +156,39 @@ class Classifier:
         # non-flag actions (diagnostic commands) are kept either way
         fixes = list(best.fixes) if best is not None and near else []
         explain = "" if alternative else self._explain(tl, attempt, cause, p, title, best, bool(fixes))
-        rule = Rule(id="classifier", cause=cause, title=title, engines=("any",), match={}, tier="generic",
-                    confidence=cf.classifier(p), explain=explain,
-                    fixes=fixes, actions=list(best.actions) if best else [],
-                    no_flag_change=bool(best.no_flag_change) if best else False, path=self.path)
+        rule = Rule(
+            id="classifier",
+            cause=cause,
+            title=title,
+            engines=("any",),
+            match={},
+            tier="generic",
+            confidence=cf.classifier(p),
+            explain=explain,
+            fixes=fixes,
+            actions=list(best.actions) if best else [],
+            no_flag_change=bool(best.no_flag_change) if best else False,
+            path=self.path,
+        )
         hit = Hit(evidence=[] if alternative else _evidence(attempt))
         return Candidate(rule, hit, score, confidence=round(min(p, cf.CLASSIFIER_CEILING), 2))
 
     def _explain(self, tl, attempt, cause, p, title, best, with_fixes: bool) -> str:
         toks = self.model.top_tokens(self.tokens(tl, attempt), cause, n=4)
         shown = [_human(t) for t, w in toks if w > 0][:3]
-        s = (f"No rule matches this failure exactly. The classifier (trained on labelled logs) reads it as {cause}: "
-             f"{title} (probability {p:.2f}).")
+        s = (
+            f"No rule matches this failure exactly. The classifier (trained on labelled logs) reads it as {cause}: "
+            f"{title} (probability {p:.2f})."
+        )
         if shown:
             s += " What weighs most: " + "; ".join(shown) + "."
         if best is not None and with_fixes:
             s += f" The next steps are those of the closest rule ({best.id}); check them against the evidence."
         elif best is not None and best.actions:
-            s += (f" No rule of this cause matches the evidence, so no flag change is proposed; the checks are those "
-                  f"of {best.id}.")
+            s += (
+                f" No rule of this cause matches the evidence, so no flag change is proposed; the checks are those "
+                f"of {best.id}."
+            )
         else:
             s += " Check the evidence lines before changing anything."
         return s.replace("{", "{{").replace("}", "}}")
@@ -166,6 +196,7 @@ class Classifier:
 
 def _evidence_leaves() -> frozenset[str]:
     from logdoctor.matching.conditions import LEAVES
+
     return frozenset(name for name, lf in LEAVES.items() if lf.evidence)
 
 
@@ -205,9 +236,17 @@ def _evidence_only(cond):
     return out if _has_evidence_leaf(out) else {}
 
 
-_SRC_WORDS = {"inner": "root exception", "wrap": "outer exception", "exc": "exception chain", "err": "error lines",
-              "kern": "kernel log", "sd": "systemd verdict", "death": "death line", "hint": "engine's hint",
-              "head": "traceback header"}
+_SRC_WORDS = {
+    "inner": "root exception",
+    "wrap": "outer exception",
+    "exc": "exception chain",
+    "err": "error lines",
+    "kern": "kernel log",
+    "sd": "systemd verdict",
+    "death": "death line",
+    "hint": "engine's hint",
+    "head": "traceback header",
+}
 
 
 def _human(tok: str) -> str:
@@ -219,11 +258,27 @@ def _human(tok: str) -> str:
         if ns == "b":
             val = val.replace("_", " ", 1)
         return f'"{val[:90]}" in the {where}'
-    names = {"exc": "exception", "inner_exc": "root exception", "wrap_exc": "outer exception", "fn": "frame",
-             "fn_in": "innermost frame", "file": "file", "phase": "failure phase", "reached": "furthest phase reached",
-             "xid": "Xid", "xid_class": "Xid class", "sd": "systemd", "death": "death line", "death_exit": "exit code",
-             "flag": "flag", "kernel": "kernel", "env": "environment variable", "engine": "engine", "lever": "lever",
-             "engine_phase": "engine and phase"}
+    names = {
+        "exc": "exception",
+        "inner_exc": "root exception",
+        "wrap_exc": "outer exception",
+        "fn": "frame",
+        "fn_in": "innermost frame",
+        "file": "file",
+        "phase": "failure phase",
+        "reached": "furthest phase reached",
+        "xid": "Xid",
+        "xid_class": "Xid class",
+        "sd": "systemd",
+        "death": "death line",
+        "death_exit": "exit code",
+        "flag": "flag",
+        "kernel": "kernel",
+        "env": "environment variable",
+        "engine": "engine",
+        "lever": "lever",
+        "engine_phase": "engine and phase",
+    }
     if ns in names:
         return f"{names[ns]} {rest}"
     return tok
@@ -231,6 +286,7 @@ def _human(tok: str) -> str:
 
 def _evidence(a) -> list[tuple[int, str]]:
     from logdoctor.timeline.decisive import of
+
     ev: list[tuple[int, str]] = []
     for b in sorted(of(a).fatal, key=lambda b: b.first_line)[:2]:
         for s in (b.sections[0], b.sections[-1]) if b.sections else ():
@@ -251,6 +307,7 @@ def _evidence(a) -> list[tuple[int, str]]:
 @lru_cache(maxsize=4)
 def _load(path: str, mtime: float):
     from logdoctor.matching.cache import cached_json  # a binary copy keyed by content: no 0.5 MB JSON parse
+
     data = cached_json(path)
     assert isinstance(data, dict), f"{path}: not a model"
     model = Model(data)

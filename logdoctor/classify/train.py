@@ -21,6 +21,7 @@ Recipe (fixed seed, sorted inputs: the same cases give the same JSON bytes):
    api's MIN_CONFIDENCE); the midpoint of the best plateau is taken.
 6. Export: JSON only (no pickle): see model.py for the keys.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,23 +51,66 @@ NORM_FLOOR = 64.0
 # mechanism). Picked by grouped 5-fold CV utility on fixtures/journals (right answers - 2 x wrong answers) among
 # settings S0..S13 (see the classifier report): mechanism features took CV cause accuracy on failures from 0.32 to
 # 0.56; balanced class weights and MIN_GROUPS = 3 did not help.
-_TEMPLATES = ("t:inner", "t:wrap", "t:exc", "t:err", "t:kern", "t:sd", "t:death", "t:hint", "t:head",
-              "b:inner", "b:wrap", "b:exc", "b:err", "b:kern", "b:sd", "b:death", "b:hint", "b:head")
+_TEMPLATES = (
+    "t:inner",
+    "t:wrap",
+    "t:exc",
+    "t:err",
+    "t:kern",
+    "t:sd",
+    "t:death",
+    "t:hint",
+    "t:head",
+    "b:inner",
+    "b:wrap",
+    "b:exc",
+    "b:err",
+    "b:kern",
+    "b:sd",
+    "b:death",
+    "b:hint",
+    "b:head",
+)
 _WORDS = ("w:inner", "w:wrap", "w:exc", "w:err", "w:kern", "w:sd", "w:death", "w:hint", "w:head")
 CONTEXT_WEIGHT = 0.25
-_CONTEXT = ("lever", "env", "fn", "file", "completed", "ready", "start_seen",
-            "attempts", "ranks_died", "config", "fatal_blocks", "phase_src", "wrap_exc", "prev_phase", "rank_alone",
-            "chain", "abort", "marker")
-NS_WEIGHTS: dict[str, float] = {**{k: CONTEXT_WEIGHT for k in _CONTEXT}, **{k: 0.0 for k in _TEMPLATES},
-                                **{k: 0.25 for k in _WORDS}, "mech": 3.0, "mech_phase": 3.0, "last_marker": 0.5,
-                                "fn_in_phase": 0.5}
+_CONTEXT = (
+    "lever",
+    "env",
+    "fn",
+    "file",
+    "completed",
+    "ready",
+    "start_seen",
+    "attempts",
+    "ranks_died",
+    "config",
+    "fatal_blocks",
+    "phase_src",
+    "wrap_exc",
+    "prev_phase",
+    "rank_alone",
+    "chain",
+    "abort",
+    "marker",
+)
+NS_WEIGHTS: dict[str, float] = {
+    **{k: CONTEXT_WEIGHT for k in _CONTEXT},
+    **{k: 0.0 for k in _TEMPLATES},
+    **{k: 0.25 for k in _WORDS},
+    "mech": 3.0,
+    "mech_phase": 3.0,
+    "last_marker": 0.5,
+    "fn_in_phase": 0.5,
+}
 C_GRID = (1.0, 4.0, 16.0, 64.0, 256.0, 1024.0)
 K_INNER = 5
 CLASS_WEIGHT = None
 ERROR_COST = 2.0
 THRESHOLD_GRID = tuple(round(0.35 + 0.01 * i, 2) for i in range(61))
-CRITERION = ("maximise sum over out-of-fold cases of [p_max >= t] * (1[right] - 2 * 1[wrong]) over t in "
-             "0.35..0.95 step 0.01 (midpoint of the best plateau); GroupKFold by variant_of")
+CRITERION = (
+    "maximise sum over out-of-fold cases of [p_max >= t] * (1[right] - 2 * 1[wrong]) over t in "
+    "0.35..0.95 step 0.01 (midpoint of the best plateau); GroupKFold by variant_of"
+)
 
 
 @dataclass
@@ -93,6 +137,7 @@ class Parsed:
 def parse_cases(cases) -> list[Parsed]:
     from logdoctor.scan.sources import read_any
     from logdoctor.timeline.build import build
+
     out = []
     for case in sorted(cases, key=lambda c: c.id):
         p = Parsed(case)
@@ -108,19 +153,26 @@ def parse_cases(cases) -> list[Parsed]:
         lab = case.label
         cause = lab.get("cause")
         if case.failed and cause not in (None, "null", "unknown"):
-            p.example = Example(id=case.id, group=str(lab.get("variant_of") or case.id), cause=str(cause),
-                                tokens=features(p.tl, p.tl.attempts[-1]),
-                                data_sha256=hashlib.sha256(raw).hexdigest(), engine=p.tl.engine)
+            p.example = Example(
+                id=case.id,
+                group=str(lab.get("variant_of") or case.id),
+                cause=str(cause),
+                tokens=features(p.tl, p.tl.attempts[-1]),
+                data_sha256=hashlib.sha256(raw).hexdigest(),
+                engine=p.tl.engine,
+            )
         out.append(p)
     return out
 
 
 def load_examples(dirs) -> list[Example]:
     from logdoctor.classify.corpus import load_cases
+
     return [p.example for p in parse_cases(load_cases(dirs)) if p.example is not None]
 
 
 # ---- design matrix -----------------------------------------------------------------------------------------------
+
 
 def _rows(examples, n_buckets=N_BUCKETS) -> list[dict[int, float]]:
     """Each example as {bucket: value}, normalised exactly as model.py does it at inference time."""
@@ -149,13 +201,16 @@ def design(rows, kept: set[int] | list[int]):
                 indices.append(j)
                 data.append(v)
         indptr.append(len(indices))
-    return sparse.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64),
-                              np.array(indptr, dtype=np.int64)), shape=(len(rows), len(cols)))
+    return sparse.csr_matrix(
+        (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64), np.array(indptr, dtype=np.int64)),
+        shape=(len(rows), len(cols)),
+    )
 
 
 def _fit_lr(X, y, C):
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_limits
+
     clf = LogisticRegression(C=C, max_iter=10000, tol=1e-6, random_state=SEED, class_weight=CLASS_WEIGHT)
     # one thread: the problem is tiny, OpenMP/BLAS threads only spin (10-50x slower on a busy host), and a fixed
     # thread count keeps the floating-point sums, hence the JSON bytes, identical run to run
@@ -168,7 +223,7 @@ def _decision(clf, X, classes) -> np.ndarray:
     """Decision values over ALL classes (a class missing from a fold's training data gets -inf)."""
     z = np.full((X.shape[0], len(classes)), -np.inf)
     d = clf.decision_function(X)
-    if d.ndim == 1:   # binary: sklearn returns one column for classes_[1]
+    if d.ndim == 1:  # binary: sklearn returns one column for classes_[1]
         d = np.column_stack([-d / 2, d / 2])
     for j, c in enumerate(clf.classes_):
         z[:, classes.index(c)] = d[:, j]
@@ -188,12 +243,16 @@ def _nll(z, yi, t) -> float:
 
 
 def fit_temperature(z: np.ndarray, yi: np.ndarray) -> float:
-    ok = np.isfinite(z[np.arange(len(yi)), yi])     # the true class was trainable in that fold
+    ok = np.isfinite(z[np.arange(len(yi)), yi])  # the true class was trainable in that fold
     if ok.sum() < 2:
         return 1.0
     z, yi = z[ok], yi[ok]
-    r = minimize_scalar(lambda lt: _nll(z, yi, math.exp(lt)), bounds=(math.log(0.05), math.log(20.0)),
-                        method="bounded", options={"xatol": 1e-6})
+    r = minimize_scalar(
+        lambda lt: _nll(z, yi, math.exp(lt)),
+        bounds=(math.log(0.05), math.log(20.0)),
+        method="bounded",
+        options={"xatol": 1e-6},
+    )
     return float(round(math.exp(r.x), 6))
 
 
@@ -216,13 +275,19 @@ def choose_threshold(pmax: np.ndarray, right: np.ndarray, cost: float = ERROR_CO
     run = max(runs, key=len)
     thr = round((run[0] + run[-1]) / 2, 3)
     ans = pmax >= thr
-    info = {"utility": best, "answered": int(ans.sum()), "right_answered": int(right[ans].sum()),
-            "wrong_answered": int((~right[ans]).sum()), "cases": int(len(pmax))}
+    info = {
+        "utility": best,
+        "answered": int(ans.sum()),
+        "right_answered": int(right[ans].sum()),
+        "wrong_answered": int((~right[ans]).sum()),
+        "cases": int(len(pmax)),
+    }
     return thr, info
 
 
 def _group_folds(groups: list[str], k: int):
     from sklearn.model_selection import GroupKFold
+
     n_groups = len(set(groups))
     k = max(2, min(k, n_groups))
     idx = np.arange(len(groups))
@@ -284,19 +349,31 @@ def fit(examples: list[Example], *, n_buckets: int = N_BUCKETS, c_grid=C_GRID, k
         "threshold": threshold,
         "threshold_criterion": CRITERION,
         "training": {
-            "cases": len(examples), "groups": len(set(groups)), "class_counts": counts,
-            "data_sha256": data_sha, "features_sha256": features_sha, "C": best_c, "seed": SEED,
-            "min_groups": MIN_GROUPS, "error_cost": ERROR_COST,
-            "inner_folds": len(folds), "estimator": "sklearn LogisticRegression(multinomial, lbfgs)",
-            "oof": {"accuracy": round(float(right.mean()), 4), "nll_calibrated": round(float(nll), 4),
-                    "answered": tinfo["answered"], "right_answered": tinfo["right_answered"],
-                    "wrong_answered": tinfo["wrong_answered"]},
+            "cases": len(examples),
+            "groups": len(set(groups)),
+            "class_counts": counts,
+            "data_sha256": data_sha,
+            "features_sha256": features_sha,
+            "C": best_c,
+            "seed": SEED,
+            "min_groups": MIN_GROUPS,
+            "error_cost": ERROR_COST,
+            "inner_folds": len(folds),
+            "estimator": "sklearn LogisticRegression(multinomial, lbfgs)",
+            "oof": {
+                "accuracy": round(float(right.mean()), 4),
+                "nll_calibrated": round(float(nll), 4),
+                "answered": tinfo["answered"],
+                "right_answered": tinfo["right_answered"],
+                "wrong_answered": tinfo["wrong_answered"],
+            },
         },
         "buckets": nz,
         "coef": [[float(v) for v in coef[:, j]] for j in nzj],
     }
-    return Fitted(data=data, estimator=est, X=X, y=y,
-                  oof={"z": z, "p": p, "right": right, "ids": [e.id for e in examples]})
+    return Fitted(
+        data=data, estimator=est, X=X, y=y, oof={"z": z, "p": p, "right": right, "ids": [e.id for e in examples]}
+    )
 
 
 def _out_of_fold(rows, y: list, yi, groups: list, classes: list, folds: list, C: float) -> tuple:
@@ -350,5 +427,6 @@ def train(dirs, out: str | Path) -> Fitted:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     from logdoctor.core.atomic import write_text
+
     write_text(out, dumps(fitted.data))
     return fitted

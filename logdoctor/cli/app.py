@@ -1,5 +1,6 @@
 """Command line (click). Heavy imports (pandas, scikit-learn) stay inside the commands that need them, so
 `explain` answers in well under a second."""
+
 from __future__ import annotations
 
 import sys
@@ -8,11 +9,12 @@ import click
 
 from logdoctor.engines import ENGINE_NAMES
 
-ENGINES = ("auto", *ENGINE_NAMES)   # the --engine choices: the engine registry (engines/__init__.py)
+ENGINES = ("auto", *ENGINE_NAMES)  # the --engine choices: the engine registry (engines/__init__.py)
 
 
 def _fail(exc: BaseException, verbose: bool) -> None:
     from logdoctor.cli.run import fail
+
     sys.exit(fail(exc, verbose))
 
 
@@ -25,6 +27,7 @@ class _Group(click.Group):
     def get_command(self, ctx, name):
         if name in _LAZY and name not in self.commands:
             import importlib
+
             mod, attr = _LAZY[name]
             self.add_command(getattr(importlib.import_module(mod), attr), name)
         return super().get_command(ctx, name)
@@ -32,7 +35,7 @@ class _Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except click.UsageError as exc:   # one line, like every other usage error (design.md: exit 2, no usage dump)
+        except click.UsageError as exc:  # one line, like every other usage error (design.md: exit 2, no usage dump)
             where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
             click.echo(f"logdoctor: {exc.format_message()}{where}", err=True)
             sys.exit(exc.exit_code)
@@ -46,13 +49,20 @@ def _print_version(ctx, _param, value):
     if not value or ctx.resilient_parsing:
         return
     from logdoctor.cli.about import version_text
+
     click.echo(version_text())
     ctx.exit(0)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="version, number of bundled rules, classifier model identity")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="version, number of bundled rules, classifier model identity",
+)
 def main() -> None:
     """Diagnose why an LLM inference server (SGLang, vLLM, TGI, TensorRT-LLM, lmdeploy) failed: at start-up, or
     crashed while serving.
@@ -73,11 +83,22 @@ def _source_options(f):
     f = click.option("--journal-dir", type=click.Path(), help="read journal files in DIR")(f)
     f = click.option("--journal-file", multiple=True, type=click.Path(), help="read a journal file (repeatable)")(f)
     f = click.option("-n", "lines", type=int, help="the last N journal entries (of a text log: its last N lines)")(f)
-    f = click.option("--boot", is_flag=False, flag_value="0", default=None, help="only this boot, like journalctl -b (0 current, -1 the one before, or a boot id)")(f)
+    f = click.option(
+        "--boot",
+        is_flag=False,
+        flag_value="0",
+        default=None,
+        help="only this boot, like journalctl -b (0 current, -1 the one before, or a boot id)",
+    )(f)
     f = click.option("--since", help="journal entries since T (journalctl syntax)")(f)
     f = click.option("--unit", "-u", help="read the system journal (or the journal files) for UNIT")(f)
-    f = click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
-                     help="which engine wrote the log (warned about when the log says otherwise)")(f)
+    f = click.option(
+        "--engine",
+        type=click.Choice(ENGINES),
+        default="auto",
+        show_default=True,
+        help="which engine wrote the log (warned about when the log says otherwise)",
+    )(f)
     f = click.argument("source", required=False, metavar="[SOURCE]")(f)
     return f
 
@@ -85,11 +106,13 @@ def _source_options(f):
 def _read(source, unit, since, boot, lines, journal_file, journal_dir):
     """Pick the source: journal files / live journal, else a file or stdin (logdoctor/cli/run.py)."""
     from logdoctor.cli.run import read_input
+
     return read_input(source, unit, since, boot, lines, journal_file, journal_dir)
 
 
 def _emit_warnings(res, stats: bool) -> None:
     from logdoctor.cli.run import emit_warnings
+
     emit_warnings(res, stats)
 
 
@@ -100,8 +123,22 @@ def _emit_warnings(res, stats: bool) -> None:
 @click.option("--stats", is_flag=True, help="line accounting on stderr")
 @click.option("-v", "--verbose", is_flag=True, help="timeline, all candidate rules and scores")
 @_history_options
-def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats, verbose,
-            history_path, no_history):
+def explain(
+    source,
+    engine,
+    unit,
+    since,
+    boot,
+    lines,
+    journal_file,
+    journal_dir,
+    fmt,
+    rule_dirs,
+    stats,
+    verbose,
+    history_path,
+    no_history,
+):
     """Say why the service failed (at start-up or while serving), show the evidence, and propose the next flag
     change.
 
@@ -118,8 +155,25 @@ def explain(source, engine, unit, since, boot, lines, journal_file, journal_dir,
     Exit codes: 0 no failure · 1 failure with a known cause · 3 failure, cause unknown · 2 input/usage error ·
     4 internal error."""
     from logdoctor.cli import run
-    sys.exit(run.explain(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, rule_dirs, stats,
-                         verbose, history_path=history_path, no_history=no_history))
+
+    sys.exit(
+        run.explain(
+            source,
+            engine,
+            unit,
+            since,
+            boot,
+            lines,
+            journal_file,
+            journal_dir,
+            fmt,
+            rule_dirs,
+            stats,
+            verbose,
+            history_path=history_path,
+            no_history=no_history,
+        )
+    )
 
 
 @main.command()
@@ -138,13 +192,20 @@ def timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir
       logdoctor timeline --journal-file /var/log/journal/host.journal --unit vllm
       logdoctor timeline server.log --format json"""
     from logdoctor.cli import run
+
     sys.exit(run.timeline(source, engine, unit, since, boot, lines, journal_file, journal_dir, fmt, stats))
 
 
-_LAZY = {"rules": ("logdoctor.cli.commands.rules", "rules"), "eval": ("logdoctor.cli.commands.evaluate", "eval_cmd"),
-         "train": ("logdoctor.cli.commands.train", "train_cmd"), "history": ("logdoctor.cli.commands.history", "history"),
-         "fix": ("logdoctor.cli.commands.fix", "fix_cmd"), "watch": ("logdoctor.cli.commands.watch", "watch_cmd"),
-         "notify": ("logdoctor.cli.commands.notify", "notify_cmd"),
-         "triage": ("logdoctor.cli.commands.triage", "triage_cmd"),
-         "preflight": ("logdoctor.cli.commands.preflight", "preflight_cmd"), "atlas": ("logdoctor.cli.commands.atlas", "atlas"),
-         "docs": ("logdoctor.cli.commands.docs", "docs_cmd")}
+_LAZY = {
+    "rules": ("logdoctor.cli.commands.rules", "rules"),
+    "eval": ("logdoctor.cli.commands.evaluate", "eval_cmd"),
+    "train": ("logdoctor.cli.commands.train", "train_cmd"),
+    "history": ("logdoctor.cli.commands.history", "history"),
+    "fix": ("logdoctor.cli.commands.fix", "fix_cmd"),
+    "watch": ("logdoctor.cli.commands.watch", "watch_cmd"),
+    "notify": ("logdoctor.cli.commands.notify", "notify_cmd"),
+    "triage": ("logdoctor.cli.commands.triage", "triage_cmd"),
+    "preflight": ("logdoctor.cli.commands.preflight", "preflight_cmd"),
+    "atlas": ("logdoctor.cli.commands.atlas", "atlas"),
+    "docs": ("logdoctor.cli.commands.docs", "docs_cmd"),
+}

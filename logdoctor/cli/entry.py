@@ -1,6 +1,7 @@
 """The `logdoctor` console script. The common call — `logdoctor explain [FILE|-]` with a few plain options — runs
 without importing click at all (click is ~15 ms of a ~60 ms run; issue 11's start-up target is 4x bare python).
 Anything else (help, other commands, journal options, a malformed option) goes to the click CLI unchanged."""
+
 from __future__ import annotations
 
 import sys
@@ -14,6 +15,7 @@ def _choices(option: str) -> tuple[str, ...] | None:
         return _FORMATS
     if option == "--engine":
         from logdoctor.engines import ENGINE_NAMES
+
         return ("auto", *ENGINE_NAMES)
     return None
 
@@ -22,8 +24,16 @@ def _fast_args(argv: list[str]) -> dict | None:
     """Options of a plain explain call, or None when click must parse them (and report any error)."""
     if not argv or argv[0] != "explain":
         return None
-    kw: dict = {"source": None, "fmt": "text", "engine": "auto", "rule_dirs": [], "stats": False, "verbose": False,
-                "history_path": None, "no_history": False}
+    kw: dict = {
+        "source": None,
+        "fmt": "text",
+        "engine": "auto",
+        "rule_dirs": [],
+        "stats": False,
+        "verbose": False,
+        "history_path": None,
+        "no_history": False,
+    }
     it = iter(argv[1:])
     for a in it:
         if a in ("--stats",):
@@ -60,9 +70,13 @@ def _journalctl_boot(argv: list[str]) -> list[str]:
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--boot", "-b") and i + 1 < len(argv) and argv[i + 1].lstrip("-").isdigit() \
-                and argv[i + 1].startswith("-"):
-            out += ["--boot", " " + argv[i + 1]]   # a leading space: not an option to click; the reader strips it
+        if (
+            a in ("--boot", "-b")
+            and i + 1 < len(argv)
+            and argv[i + 1].lstrip("-").isdigit()
+            and argv[i + 1].startswith("-")
+        ):
+            out += ["--boot", " " + argv[i + 1]]  # a leading space: not an option to click; the reader strips it
             i += 2
             continue
         out.append(a)
@@ -75,6 +89,7 @@ def main() -> None:
     kw = _fast_args(argv)
     if kw is not None:
         from logdoctor.cli import run
+
         try:
             code = run.explain(**kw)
         except BaseException as exc:  # noqa: BLE001 - the documented exit codes
@@ -83,6 +98,7 @@ def main() -> None:
             code = run.fail(exc, kw["verbose"])
         sys.exit(code)
     from logdoctor.cli.app import main as click_main
+
     click_main(args=_journalctl_boot(argv), prog_name="logdoctor")
 
 

@@ -4,6 +4,7 @@
 Also where options that would do nothing say so (issue 11): --since/--boot only filter a journal, --engine that
 contradicts the log is followed but warned about, and a closed stdout pipe is a normal end.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,8 @@ from logdoctor.core.errors import LogdoctorError
 
 def warn(msg: str) -> None:
     from logdoctor.render.visible import visible
-    sys.stderr.write(f"logdoctor: warning: {visible(msg)}\n")   # a file name in it stays one printable line
+
+    sys.stderr.write(f"logdoctor: warning: {visible(msg)}\n")  # a file name in it stays one printable line
 
 
 def out(text: str) -> None:
@@ -25,8 +27,10 @@ def out(text: str) -> None:
 def read_input(source, unit, since, boot, lines, journal_file, journal_dir):
     """Pick the source: journal files / live journal, else a file or stdin (scan.sources.read_source_spec)."""
     from logdoctor.scan.sources import read_source_spec
-    return read_source_spec(source, unit=unit, since=since, boot=boot, lines=lines, journal_files=journal_file,
-                            journal_dir=journal_dir)
+
+    return read_source_spec(
+        source, unit=unit, since=since, boot=boot, lines=lines, journal_files=journal_file, journal_dir=journal_dir
+    )
 
 
 def emit_warnings(res, stats: bool) -> None:
@@ -43,10 +47,13 @@ def check_engine(records, engine: str) -> None:
     if engine == "auto":
         return
     from logdoctor.engines import detect as engine_detect
+
     seen, _ = engine_detect.detect(records, "auto")
     if seen not in ("unknown", engine):
-        warn(f"--engine {engine} given, but the log looks like {seen}; diagnosing as {engine} "
-             f"(drop --engine to let logdoctor detect it)")
+        warn(
+            f"--engine {engine} given, but the log looks like {seen}; diagnosing as {engine} "
+            f"(drop --engine to let logdoctor detect it)"
+        )
 
 
 def open_history(history_path, no_history):
@@ -55,15 +62,17 @@ def open_history(history_path, no_history):
     if no_history:
         if history_path:
             from logdoctor.core.errors import UsageError
+
             raise UsageError("give --history PATH or --no-history, not both")
         return None
     from logdoctor.core.errors import InputError
     from logdoctor.history import History, HistoryUnavailable
+
     try:
         if history_path:
-            return History(history_path)   # asked for by name: a problem with it is the user's error (exit 2)
+            return History(history_path)  # asked for by name: a problem with it is the user's error (exit 2)
         return History()
-    except HistoryUnavailable as e:         # a passing state (locked, a full disk), named or not: diagnose now
+    except HistoryUnavailable as e:  # a passing state (locked, a full disk), named or not: diagnose now
         warn(f"{e}; continuing without the attempt history")
         return None
     except InputError as e:
@@ -83,6 +92,7 @@ def verdict(res, engine: str, unit, store, rule_dirs=()):
     """The verdict on what was read, through the attempt history when a store is open (api.diagnose): one
     implementation for explain, fix and notify."""
     from logdoctor.verdict.api import diagnose
+
     if store is None:
         return diagnose(res, engine, rules=tuple(rule_dirs))
     with store:
@@ -91,44 +101,78 @@ def verdict(res, engine: str, unit, store, rule_dirs=()):
     return d
 
 
-def explain(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
-            fmt="text", rule_dirs=(), stats=False, verbose=False, *, history_path=None, no_history=False) -> int:
+def explain(
+    source,
+    engine="auto",
+    unit=None,
+    since=None,
+    boot=None,
+    lines=None,
+    journal_file=(),
+    journal_dir=None,
+    fmt="text",
+    rule_dirs=(),
+    stats=False,
+    verbose=False,
+    *,
+    history_path=None,
+    no_history=False,
+) -> int:
     res = read_input(source, unit, since, boot, lines, journal_file, journal_dir)
     emit_warnings(res, stats)
     check_engine(res.records, engine)
     d = verdict(res, engine, unit, open_history(history_path, no_history), rule_dirs)
     from logdoctor.core.progress import clear
+
     clear()
     if fmt == "json":
         import json
+
         out(json.dumps(d.to_dict(), indent=2, default=str) + "\n")
     elif fmt == "markdown":
         from logdoctor.render.markdown import render
+
         out(render(d))
     else:
         from logdoctor.render import text
+
         tl_text = ""
-        if verbose:   # the timeline view rebuilds the timeline; the verdict came from the API
+        if verbose:  # the timeline view rebuilds the timeline; the verdict came from the API
             from logdoctor.render.timeline_view import render_text
             from logdoctor.timeline.build import build
+
             tl_text = render_text(build(res.records, engine))
         from logdoctor.render.visible import visible_lines
+
         out(visible_lines(text.render(d, color=text.use_color(sys.stdout), verbose=verbose, timeline_text=tl_text)))
     return d.exit_code
 
 
-def timeline(source, engine="auto", unit=None, since=None, boot=None, lines=None, journal_file=(), journal_dir=None,
-             fmt="text", stats=False) -> int:
+def timeline(
+    source,
+    engine="auto",
+    unit=None,
+    since=None,
+    boot=None,
+    lines=None,
+    journal_file=(),
+    journal_dir=None,
+    fmt="text",
+    stats=False,
+) -> int:
     from logdoctor.render.timeline_view import render_text, to_dict
     from logdoctor.timeline.build import build
+
     res = read_input(source, unit, since, boot, lines, journal_file, journal_dir)
     emit_warnings(res, stats)
     check_engine(res.records, engine)
     tl = build(res.records, engine)
     from logdoctor.core.progress import clear
+
     clear()
     if fmt == "json":
         import json
+
         out(json.dumps(to_dict(tl), indent=2, default=str) + "\n")
     else:
         out(render_text(tl))
@@ -149,6 +193,7 @@ def closed_pipe() -> int:
 def fail(exc: BaseException, verbose: bool) -> int:
     """The documented exit codes for what escaped a command: 2 (or the error's own) with one line, 4 otherwise."""
     from logdoctor.core.progress import clear
+
     clear()
     if isinstance(exc, BrokenPipeError):
         return closed_pipe()
@@ -157,11 +202,15 @@ def fail(exc: BaseException, verbose: bool) -> int:
         return 130
     if isinstance(exc, LogdoctorError):
         from logdoctor.render.visible import visible
+
         sys.stderr.write(f"logdoctor: {visible(str(exc))}\n")
         return exc.exit_code
     if verbose:
         import traceback
+
         traceback.print_exc()
-    sys.stderr.write(f"logdoctor: internal error ({type(exc).__name__}: {str(exc)[:200]}) — please report it with "
-                     f"the log and `logdoctor --version`; rerun with -v for the traceback\n")
+    sys.stderr.write(
+        f"logdoctor: internal error ({type(exc).__name__}: {str(exc)[:200]}) — please report it with "
+        f"the log and `logdoctor --version`; rerun with -v for the traceback\n"
+    )
     return 4

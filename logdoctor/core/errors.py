@@ -1,4 +1,5 @@
 """Exceptions that map to documented exit codes (design.md): usage/input errors exit 2."""
+
 from __future__ import annotations
 
 

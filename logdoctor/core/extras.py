@@ -3,6 +3,7 @@
 The runtime (explain, timeline, rules, watch, fix) needs none of them; `train` needs [train] (scikit-learn),
 `eval` needs [triage] (pandas, for its tables) unless --format json, `eval --cv` needs [train] too, and the
 system journal reader needs [journal] (systemd-python; journalctl is the fallback)."""
+
 from __future__ import annotations
 
 import importlib.util

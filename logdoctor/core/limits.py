@@ -3,6 +3,7 @@
 Each cap keeps the useful part and says what was dropped, instead of refusing the log: a diagnosis of the rest of a
 journal is worth more than an error about one line of it.
 """
+
 from __future__ import annotations
 
 # A line longer than this keeps its first LINE_CAP bytes; the rest is cut and counted (--stats, JSON window.damage).
@@ -33,7 +34,7 @@ RUN_EXPANDED_CAP = 256 * 1024 * 1024 * 1024
 # or a PAX header block (a 2 GiB long-name header would otherwise be read into memory whole).
 GZIP_FIELD_CAP = 64 * 1024
 TAR_HEADER_CAP = 1024 * 1024
-TAR_NAME_CAP = 4096          # PATH_MAX: a longer member name is not a file anyone wrote
+TAR_NAME_CAP = 4096  # PATH_MAX: a longer member name is not a file anyone wrote
 
 # A tar member that is a systemd journal file is copied to a temporary folder for the journal reader; journald's own
 # files are at most 128 MiB by default (SystemMaxFileSize), so a larger one is refused instead of filling /tmp.

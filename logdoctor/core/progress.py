@@ -1,14 +1,15 @@
 """Progress on stderr for long inputs, only on a TTY (a pipe or a file gets nothing): bytes read and rate while
 reading, then one "diagnosing" line, cleared when the verdict is printed. A user piping days of journal into
 `explain` sees that it is working."""
+
 from __future__ import annotations
 
 import os
 import sys
 import time
 
-CHUNK = 1 << 22          # 4 MiB reads
-SHOW_AFTER_S = 0.5       # nothing for inputs that finish quickly
+CHUNK = 1 << 22  # 4 MiB reads
+SHOW_AFTER_S = 0.5  # nothing for inputs that finish quickly
 MIN_INTERVAL_S = 0.25
 
 
@@ -30,8 +31,10 @@ class Progress:
             return
         self.last = now
         rate = nbytes / el / 1e6 if el > 0 else 0.0
-        self._write(f"logdoctor: {self.origin}: read {nbytes / 1e6:.1f} MB ({rate:.1f} MB/s)"
-                    + (", diagnosing…" if final else "…"))
+        self._write(
+            f"logdoctor: {self.origin}: read {nbytes / 1e6:.1f} MB ({rate:.1f} MB/s)"
+            + (", diagnosing…" if final else "…")
+        )
 
     def _write(self, text: str) -> None:
         self.stream.write("\r\x1b[K" + text)

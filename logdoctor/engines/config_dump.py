@@ -16,6 +16,7 @@ of diagnosing a 140-line log, so import this module lazily, on the first dump or
 realistic shape parses in 0.6-0.8 ms (0.8-1.0x ``ast.literal_eval`` on the same dict, which cannot handle cut lines or
 raw objects); an adversarial one (1 value in 4 a container, 1 in 12 nested) takes ~3.5 ms (3.5x).
 """
+
 from __future__ import annotations
 
 import ast
@@ -64,6 +65,7 @@ class CommandLine:
 # loops a compiled regex; the recursive pyparsing grammar only sees nested containers and raw objects. This took a
 # 6 KB synthetic line from ~10 ms to ~3 ms, and a realistic one to ~0.5-1 ms. Packrat made it 2x slower.
 
+
 class Raw(str):
     """Text of an object a dump shows but we cannot evaluate (``torch.bfloat16``, ``<Enum.X: 1>``, ``Cls(a=1)``).
     A plain str in every use; ``isinstance(v, Raw)`` tells it from a real string value."""
@@ -81,8 +83,16 @@ _FLAT = r"""\[(?:[^\[\]{}()'"<>\n]|%s)*\]|\((?:[^\[\]{}()'"<>\n]|%s)*\)|\{(?:[^\
 _ATOM = rf"(?:{_SCALAR}|(?P<c>{_FLAT}))"
 _BAD = object()
 _KEYWORDS: dict[str, object] = {
-    "None": None, "null": None, "True": True, "true": True, "False": False, "false": False,
-    "inf": float("inf"), "+inf": float("inf"), "-inf": float("-inf"), "nan": float("nan"),
+    "None": None,
+    "null": None,
+    "True": True,
+    "true": True,
+    "False": False,
+    "false": False,
+    "inf": float("inf"),
+    "+inf": float("inf"),
+    "-inf": float("-inf"),
+    "nan": float("nan"),
 }
 _JSON_SLASH = re.compile(r"(?<!\\)((?:\\\\)*)\\/")  # JSON's "\/" is not a python escape
 
@@ -116,7 +126,7 @@ def _flat(c: str) -> object:
     seps: list[str] = []
     pos, end = 1, len(c) - 1
     for m in _SCALAR_RE.finditer(c, 1, end):
-        seps.append(c[pos:m.start()].strip())
+        seps.append(c[pos : m.start()].strip())
         vals.append(_convert(m))
         pos = m.end()
     tail = c[pos:end].strip()
@@ -234,10 +244,12 @@ def _build_literal() -> tuple[pp.ParserElement, pp.ParserElement, pp.ParserEleme
     tup = (S("(") + seq(r")") + S(")")).set_parse_action(lambda t: [tuple(t.as_list())])
     pair = pp.Group(value + S(":") + value)
     pair_run = _Run(r"\s*[,}]", rf"(?P<key>{_unnamed(_SCALAR)})\s*:\s*", "literal").add_parse_action(
-        lambda t: [[k, v] for k, v in t])
+        lambda t: [[k, v] for k, v in t]
+    )
     pairs = pair_run | pair
     dct = (S("{") + pp.Opt(pairs + pp.ZeroOrMore(S(",") + pairs)) + pp.Opt(S(",")) + S("}")).set_parse_action(
-        _dict_action)
+        _dict_action
+    )
     containers = lst | dct | tup
     nested_raw = pp.original_text_for(
         pp.OneOrMore(qstr | angle | group | pp.Regex(r"[^,:()\[\]{}'\"<\s][^,:()\[\]{}'\"]*"))
@@ -262,8 +274,9 @@ def _item_action(t: pp.ParseResults) -> list[tuple[str, object]]:
     return [(t[0], t[1])]
 
 
-def _dump_grammar(head: str, key: pp.ParserElement, key_pat: str, key_kind: str, delim: str, raw_chunk: str,
-                  closer: pp.ParserElement) -> pp.ParserElement:
+def _dump_grammar(
+    head: str, key: pp.ParserElement, key_pat: str, key_kind: str, delim: str, raw_chunk: str, closer: pp.ParserElement
+) -> pp.ParserElement:
     run = _Run(delim, key_pat, key_kind)
     item = (key + _top_value(delim, raw_chunk)).set_parse_action(_item_action)
     elided = pp.Regex(rf"(?:\.\.\.|\u2026)(?={delim})").suppress()  # `..., ` where a person or vLLM elided fields
@@ -305,14 +318,14 @@ def parse_server_args(text: str) -> ConfigDump:
     """SGLang ``server_args=ServerArgs(...)`` (classic repr) or ``server_args={...}`` (0.5.23 dict form)."""
     i = text.find("ServerArgs(")
     j = text.find("server_args=")
-    if i >= 0 and text[i + len("ServerArgs("):].lstrip().startswith("{"):
+    if i >= 0 and text[i + len("ServerArgs(") :].lstrip().startswith("{"):
         # ServerArgs({...}): some builds wrap the resolved dict in the class name
-        return _run(_DICT_G, text[text.index("{", i):], "dict")
+        return _run(_DICT_G, text[text.index("{", i) :], "dict")
     if i >= 0 and (j < 0 or i <= j + len("server_args=")):
         return _run(_REPR_G, text[i:], "serverargs-repr")
     if j >= 0:
         k = text.find("{", j)
-        if k >= 0 and not text[j + len("server_args="):k].strip():
+        if k >= 0 and not text[j + len("server_args=") : k].strip():
             return _run(_DICT_G, text[k:], "dict")
     k = text.find("{")
     return _run(_DICT_G, text[k:], "dict") if k >= 0 else ConfigDump({}, True, "serverargs-repr")
@@ -337,7 +350,7 @@ def parse_vllm_engine_config(text: str) -> ConfigDump:
     The list has no closing bracket, so a cut exactly between two items cannot be told from the real end: the last
     value of a cut line may itself be cut (``dtype=torch.bfl``). A cut inside a quote, bracket or key is detected."""
     i = text.find("with config:")
-    body = text[i + len("with config:"):] if i >= 0 else text
+    body = text[i + len("with config:") :] if i >= 0 else text
     body = body.lstrip().split("\n", 1)[0].rstrip()
     return _run(_KV_G, body, "kv-list")
 
@@ -360,10 +373,53 @@ _NUMBER_RE = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?$")
 _INT_RE = re.compile(r"^[-+]?\d+$")
 _CONTROL = {"|", "||", "&&", ";", "&", "|&"}
 _WRAPPERS = {"exec", "nohup", "time", "command", "builtin"}
-_NOT_LAUNCH = {"cd", "export", "source", ".", "echo", "printf", "mkdir", "set", "ulimit", "umask", "trap", "sleep",
-               "rm", "cp", "mv", "tee", "grep", "cat", "true", "false", "test", "[", "wait", "unset", "logger"}
-_LAUNCH_WORDS = {"env", "exec", "nohup", "sudo", "docker", "podman", "nvidia-docker", "bash", "sh", "numactl",
-                 "taskset", "uv", "conda", "poetry", "pipenv", "stdbuf", "nice", "timeout"}
+_NOT_LAUNCH = {
+    "cd",
+    "export",
+    "source",
+    ".",
+    "echo",
+    "printf",
+    "mkdir",
+    "set",
+    "ulimit",
+    "umask",
+    "trap",
+    "sleep",
+    "rm",
+    "cp",
+    "mv",
+    "tee",
+    "grep",
+    "cat",
+    "true",
+    "false",
+    "test",
+    "[",
+    "wait",
+    "unset",
+    "logger",
+}
+_LAUNCH_WORDS = {
+    "env",
+    "exec",
+    "nohup",
+    "sudo",
+    "docker",
+    "podman",
+    "nvidia-docker",
+    "bash",
+    "sh",
+    "numactl",
+    "taskset",
+    "uv",
+    "conda",
+    "poetry",
+    "pipenv",
+    "stdbuf",
+    "nice",
+    "timeout",
+}
 
 # Per engine with a command-line grammar (engines/<name>.py: FLAG_ALIASES, NARGS_FLAGS, HINT_FLAGS), after
 # dash->underscore normalisation (argparse dest names): aliases, flags taking one or more values (always a list),
@@ -376,10 +432,21 @@ _ENGINE_HINTS: dict[str, frozenset[str]] = {e.name: e.hint_flags for e in _GRAMM
 _ALL_ALIASES: dict[str, str] = {k: v for e in reversed(_GRAMMAR) for k, v in e.flag_aliases.items()}
 _ALL_NARGS: frozenset[str] = frozenset().union(*_NARGS.values())
 _NO_NEGATES = frozenset(e.name for e in _GRAMMAR if e.no_flags_negate)
-_LAUNCH_WORDS |= {e.name for e in _GRAMMAR}   # `vllm serve ...`, `sglang serve ...`
+_LAUNCH_WORDS |= {e.name for e in _GRAMMAR}  # `vllm serve ...`, `sglang serve ...`
 _SWITCH_PREFIXES = ("enable_", "disable_", "enforce_", "skip_", "allow_", "no_")
-_SWITCHES = frozenset({"trust_remote_code", "enforce_eager", "served_model_name_as_default", "log_requests",
-                       "disable_log_requests", "disable_log_stats", "headless", "show_time_cost", "enable_metrics"})
+_SWITCHES = frozenset(
+    {
+        "trust_remote_code",
+        "enforce_eager",
+        "served_model_name_as_default",
+        "log_requests",
+        "disable_log_requests",
+        "disable_log_stats",
+        "headless",
+        "show_time_cost",
+        "enable_metrics",
+    }
+)
 _OPT_LEVEL_RE = re.compile(r"^-O(\d)$")
 _BOOL_WORDS = {"true": True, "True": True, "false": False, "False": False}
 
@@ -390,7 +457,8 @@ _DOCKER_VALUED = frozenset(
     "--security-opt --restart --label -l --mount --platform --pull --log-driver --log-opt --hostname -h "
     "--add-host --pid --cpuset-cpus --tmpfs --group-add --dns --expose --stop-signal --stop-timeout --cgroupns "
     "--uts --userns --sysctl --storage-opt --oom-score-adj --cidfile --device-cgroup-rule --health-cmd "
-    "--label-file --volumes-from --link --mac-address --ip --annotation".split())
+    "--label-file --volumes-from --link --mac-address --ip --annotation".split()
+)
 _DOCKER_LIST = frozenset({"volume", "publish", "device", "mount", "add_host", "cap_add", "ulimit", "label"})
 
 
@@ -656,9 +724,9 @@ def _peel_runner(base: str, toks: list[str]) -> list[str] | None:
     if len(toks) < 2 or toks[1] != "run":
         return None
     if base in _RUNNERS:
-        return toks[_skip_options(toks, 2):]
+        return toks[_skip_options(toks, 2) :]
     if base == "conda":
-        return toks[_skip_options(toks, 2, _CONDA_VALUED):]
+        return toks[_skip_options(toks, 2, _CONDA_VALUED) :]
     return None
 
 
@@ -676,19 +744,28 @@ def _python_module(toks: list[str]) -> tuple[str | None, int]:
     return None, j
 
 
-def _shell_c(toks: list[str], engine: str | None, env: dict[str, str],
-             launcher: dict[str, object]) -> CommandLine | None:
+def _shell_c(
+    toks: list[str], engine: str | None, env: dict[str, str], launcher: dict[str, object]
+) -> CommandLine | None:
     """``bash -c 'CMD'``: CMD parsed on its own, with the environment and launcher gathered outside it."""
     k = toks.index("-c")
     if k + 1 >= len(toks):
         return None
     inner = parse_command_line(toks[k + 1], engine)
-    return CommandLine(inner.program, inner.module, {**env, **inner.env}, inner.args,
-                       inner.positionals, inner.engine, {**launcher, **inner.launcher})
+    return CommandLine(
+        inner.program,
+        inner.module,
+        {**env, **inner.env},
+        inner.args,
+        inner.positionals,
+        inner.engine,
+        {**launcher, **inner.launcher},
+    )
 
 
-def _peel_launchers(toks: list[str], engine: str | None, env: dict[str, str],
-                    launcher: dict[str, object]) -> tuple[str | None, str | None, list[str]] | CommandLine:
+def _peel_launchers(
+    toks: list[str], engine: str | None, env: dict[str, str], launcher: dict[str, object]
+) -> tuple[str | None, str | None, list[str]] | CommandLine:
     """Take off what runs the engine (``VAR=`` prefixes, ``env``, ``exec``, ``sudo``, ``uv run``, ``docker run``,
     the interpreter): (program, module, the program's arguments), or the whole result for ``bash -c``."""
     while toks:
@@ -730,7 +807,7 @@ def parse_command_line(text: str, engine: str | None = None) -> CommandLine:
     env: dict[str, str] = {}
     launcher: dict[str, object] = {}
     toks = _drop_redirects(_launch_segment(_unit_text(text, env), env))
-    toks = toks[_find_start(toks):]
+    toks = toks[_find_start(toks) :]
     peeled = _peel_launchers(toks, engine, env, launcher)
     if isinstance(peeled, CommandLine):
         return peeled

@@ -7,6 +7,7 @@ lists/tuples/dicts of those) and nothing follows its closing bracket. Anything e
 as ``torch.bfloat16``, JSON keywords, escapes, sets — goes to `config_dump`, unchanged. tests/test_config_fast.py
 checks that both paths give identical values on every dump in the fixtures and the dev corpus.
 """
+
 from __future__ import annotations
 
 import ast
@@ -21,10 +22,13 @@ _NO = object()
 
 def _signed(node, src: str):
     """``-1`` / ``+0.5``: a number with its sign (the grammar reads the sign as part of the number)."""
-    if type(node.op) not in (ast.USub, ast.UAdd) or type(node.operand) is not ast.Constant \
-            or type(node.operand.value) not in (int, float):
+    if (
+        type(node.op) not in (ast.USub, ast.UAdd)
+        or type(node.operand) is not ast.Constant
+        or type(node.operand.value) not in (int, float)
+    ):
         return _NO
-    seg = src[node.col_offset:node.end_col_offset]
+    seg = src[node.col_offset : node.end_col_offset]
     if not _NUM.fullmatch(seg):
         return _NO
     num = node.operand.value
@@ -66,7 +70,7 @@ def _value(node, src: str):
         reader = _READERS.get(type(node))
         return _NO if reader is None else reader(node, src)
     v = node.value
-    seg = src[node.col_offset:node.end_col_offset]
+    seg = src[node.col_offset : node.end_col_offset]
     if v is None or v is True or v is False:
         return v if seg in ("None", "True", "False") else _NO
     if type(v) is str:
@@ -117,19 +121,20 @@ def parse_server_args(text: str):
     i = text.find("ServerArgs(")
     j = text.find("server_args=")
     got = None
-    if i >= 0 and text[i + len("ServerArgs("):].lstrip().startswith("{"):
-        pass    # ServerArgs({...}): rare; the grammar handles it
+    if i >= 0 and text[i + len("ServerArgs(") :].lstrip().startswith("{"):
+        pass  # ServerArgs({...}): rare; the grammar handles it
     elif i >= 0 and (j < 0 or i <= j + len("server_args=")):
         vals = fast_repr(text[i:])
         got = (vals, "serverargs-repr") if vals is not None else None
     elif j >= 0:
         k = text.find("{", j)
-        if k >= 0 and not text[j + len("server_args="):k].strip():
+        if k >= 0 and not text[j + len("server_args=") : k].strip():
             vals = fast_dict(text[k:])
             got = (vals, "dict") if vals is not None else None
     if got is not None:
         return ConfigDump(got[0], False, got[1])
     from logdoctor.engines import config_dump
+
     return config_dump.parse_server_args(text)
 
 
@@ -142,4 +147,5 @@ def parse_py_dict(text: str):
         if vals is not None:
             return ConfigDump(vals, False, "dict")
     from logdoctor.engines import config_dump
+
     return config_dump.parse_py_dict(text)

@@ -1,5 +1,6 @@
 """The result type of a config-dump parse, shared by the pyparsing grammars (config_dump) and the literal fast path
 (config_fast) without importing pyparsing."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """Which engine wrote this log, and which version: votes from line prefixes, marker hits and signatures.
 Everything engine-specific comes from the registry (engines/__init__.py)."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,9 @@ ENGINES = tuple(_REGISTRY)
 _SIGS = {e.name: e.signatures for e in _REGISTRY.values()}
 # "name==1.2" / "name version 1.2" banners; the banner name -> the engine
 _BANNER = {n: e.name for e in _REGISTRY.values() for n in e.banner_names}
-_GENERIC_VER = rxcache.compile(r"\b(?P<name>" + "|".join(re.escape(n) for n in _BANNER) +
-                               r")[ =:-]+v?(?P<v>\d+\.\d+(?:\.\d+)?[\w.+]*)", re.I)
+_GENERIC_VER = rxcache.compile(
+    r"\b(?P<name>" + "|".join(re.escape(n) for n in _BANNER) + r")[ =:-]+v?(?P<v>\d+\.\d+(?:\.\d+)?[\w.+]*)", re.I
+)
 
 
 def detect(records: list[Record], hint: str = "auto") -> tuple[str, str | None]:

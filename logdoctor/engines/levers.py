@@ -6,6 +6,7 @@ engine's own flag (by version: SGLang renamed its CUDA-graph flags in 0.5.17), i
 config dump or a command line back), its default, and the bounds that ``step`` respects. Facts:
 ``shared/reference/engines.md`` section D (SGLang 0.5.10/0.5.23, vLLM 0.33). Pure: no I/O, the table is immutable.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,23 @@ from logdoctor.engines import ENGINES as _REGISTRY
 from logdoctor.engines.spelling import Field, Side, Spelling
 
 __all__ = [
-    "Spelling", "Field", "Side", "Lever", "LEVERS", "ENGINES", "OPS",
-    "flag_for", "render", "default_for", "lever_for_field", "levers_from_config", "step", "version_tuple",
-    "BadValue", "check_value", "check_tokens",
+    "Spelling",
+    "Field",
+    "Side",
+    "Lever",
+    "LEVERS",
+    "ENGINES",
+    "OPS",
+    "flag_for",
+    "render",
+    "default_for",
+    "lever_for_field",
+    "levers_from_config",
+    "step",
+    "version_tuple",
+    "BadValue",
+    "check_value",
+    "check_tokens",
 ]
 
 
@@ -84,19 +99,28 @@ _CANONICAL: tuple[Lever, ...] = (
     Lever("speculative_algorithm", "str"),
     Lever("max_seq_len_to_capture", "int", bounds=(1, None), align=1024),
     Lever("swap_space", "int", bounds=(0, None), note="GiB of CPU swap per GPU"),
-    Lever("cpu_offload", "int",
-          bounds=(0, None), note="GiB of weights kept in host RAM per GPU; host memory, not GPU memory"),
+    Lever(
+        "cpu_offload",
+        "int",
+        bounds=(0, None),
+        note="GiB of weights kept in host RAM per GPU; host memory, not GPU memory",
+    ),
     Lever("watchdog_timeout", "int", bounds=(1, None)),
     Lever("dist_timeout", "int", bounds=(1, None)),
-    Lever("shm", "str",
-          note="no engine flag: docker --shm-size / the host's /dev/shm (CommandLine.launcher['shm_size'])"),
+    Lever(
+        "shm", "str", note="no engine flag: docker --shm-size / the host's /dev/shm (CommandLine.launcher['shm_size'])"
+    ),
 )
 
 
 def _with_sides(lv: Lever) -> Lever:
     """The canonical lever with each registered engine's spelling of it (engines/<name>.py LEVER_SIDES)."""
-    return replace(lv, sides=MappingProxyType({e.name: e.lever_sides[lv.name] for e in _REGISTRY.values()
-                                               if lv.name in e.lever_sides}))
+    return replace(
+        lv,
+        sides=MappingProxyType(
+            {e.name: e.lever_sides[lv.name] for e in _REGISTRY.values() if lv.name in e.lever_sides}
+        ),
+    )
 
 
 def _check_sides() -> None:
@@ -139,6 +163,7 @@ _FIELDS = _field_index()
 # --------------------------------------------------------------------------------------------------------------------
 # versions and rendering
 
+
 def version_tuple(version: str | None) -> tuple[int, ...] | None:
     """``"v0.5.10.post1"`` -> (0, 5, 10, 0); None when absent or unreadable. Padded so that 0.33 == 0.33.0.
 
@@ -156,7 +181,7 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
         if i is None:
             return None
         t[i] -= 1
-        t[i + 1:] = [10**6] * (3 - i)
+        t[i + 1 :] = [10**6] * (3 - i)
     return tuple(t)
 
 
@@ -190,8 +215,9 @@ def _pick(side: Side, version: str | None, config: Mapping[str, object] | None) 
     return chosen
 
 
-def flag_for(lever: str, engine: str, version: str | None = None,
-             config: Mapping[str, object] | None = None) -> str | None:
+def flag_for(
+    lever: str, engine: str, version: str | None = None, config: Mapping[str, object] | None = None
+) -> str | None:
     """The engine's own spelling of ``lever`` (``--mem-fraction-static``), or None where it has no flag.
 
     For a switch-like lever the text is what turns it away from its default, as a store-true switch would:
@@ -219,12 +245,14 @@ def _fmt(v: object) -> str:
         return repr(round(v, 6))
     if isinstance(v, (dict, list, tuple)):
         import json  # here, not at import: a plain explain never formats a structured value (~1.5 ms)
+
         return json.dumps(v, separators=(",", ":"))
     return str(v)
 
 
-def render(lever: str, engine: str, value: object, *, version: str | None = None,
-           config: Mapping[str, object] | None = None) -> list[str] | None:
+def render(
+    lever: str, engine: str, value: object, *, version: str | None = None, config: Mapping[str, object] | None = None
+) -> list[str] | None:
     """Command-line tokens that put ``lever`` at ``value``: ``["--mem-fraction-static", "0.85"]``,
     ``["--disable-cuda-graph"]``, ``["-O0"]``; ``[]`` = drop the switch (a switch turned off); None = this engine
     cannot express it with a flag."""
@@ -325,8 +353,9 @@ def _read(lv: Lever, side: Side, raw: Mapping[str, object]) -> object:
     return found[0]
 
 
-def levers_from_config(engine: str, version: str | None, raw: Mapping[str, object], *,
-                       fill_defaults: bool = False) -> dict[str, object]:
+def levers_from_config(
+    engine: str, version: str | None, raw: Mapping[str, object], *, fill_defaults: bool = False
+) -> dict[str, object]:
     """Canonical lever values from a raw field map (a config dump's ``values`` or a ``CommandLine.args``).
 
     A field present with None (SGLang ``context_length=None``) maps to None: set to "auto". With
@@ -350,6 +379,7 @@ def levers_from_config(engine: str, version: str | None, raw: Mapping[str, objec
 
 # --------------------------------------------------------------------------------------------------------------------
 # value arithmetic
+
 
 def _key(v: object) -> object:
     """Comparison key: floats to 6 places, words case-insensitive (FLASHINFER == flashinfer)."""
@@ -416,8 +446,15 @@ def _next_real(lv: Lever, x: float, op: str, up: bool) -> float:
     return x * lv.up if up else x / lv.down  # float: multiplicative steps
 
 
-def step(lever: str, current: object, op: str, *, avoid: Iterable[object] = (), bound: float | int | None = None,
-         value: object = None) -> object | None:
+def step(
+    lever: str,
+    current: object,
+    op: str,
+    *,
+    avoid: Iterable[object] = (),
+    bound: float | int | None = None,
+    value: object = None,
+) -> object | None:
     """The next value for ``lever`` under ``op`` (``set`` takes ``value``), or None when no new value is possible.
 
     Never returns ``current`` or a value in ``avoid`` (values already tried on this service): it keeps stepping
@@ -479,7 +516,7 @@ class BadValue(InputError):
 # metacharacter; at most 64 characters. Backends, quantization methods, speculative algorithms, host:port.
 _NAME = rxcache.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 _DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
-_TOKEN = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_.:=-]{0,127}")   # an engine flag or a rendered value
+_TOKEN = re.compile(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_.:=-]{0,127}")  # an engine flag or a rendered value
 
 
 def _describe(lv: Lever) -> str:
@@ -561,6 +598,8 @@ def check_tokens(lever: str, tokens: list[str]) -> list[str]:
     plain token, and only the first may start with ``-``. Raises BadValue otherwise."""
     for i, t in enumerate(tokens):
         if not _TOKEN.fullmatch(t) or (i > 0 and t.startswith("-")):
-            raise BadValue(f"refused to write {' '.join(map(repr, tokens))} for {lever}: {t!r} is not one plain "
-                           f"token of the lever's type")
+            raise BadValue(
+                f"refused to write {' '.join(map(repr, tokens))} for {lever}: {t!r} is not one plain "
+                f"token of the lever's type"
+            )
     return tokens

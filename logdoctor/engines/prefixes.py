@@ -11,6 +11,7 @@ Forms (engines.md §A/§B):
   uvicorn  INFO:     msg
 A plain regex per form, dispatched on the first character: this runs for every line, so no pyparsing here.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,31 +35,44 @@ class Prefix:
 
 
 _SGL = rxcache.compile(
-         r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?")
+    r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?"
+)
 # "(Tag k=v ...) ": the text up to the first ")" (linear: the class has no ")" and nothing nests), then
 # _tag_ok checks what the former nested pattern [A-Za-z_][\w.\-]*(?:[ _][\w=.\-]+)* accepted, which backtracked
 # exponentially on "(a_a_a_...!" (issue 11; found independently by fuzz/run.py prefix, issue 14). Matched at a
 # position (no ^), so nested tags are peeled without copying the rest of the line each time.
 _VTAG = rxcache.compile(r"\((?P<tag>[A-Za-z_][\w.\-= ]*)\) ")
-_MAX_VTAGS = 8   # vLLM nests at most three, (APIServer) (EngineCore_0) (VllmWorker TP0); more is not a prefix
+_MAX_VTAGS = 8  # vLLM nests at most three, (APIServer) (EngineCore_0) (VllmWorker TP0); more is not a prefix
 _VLVL = rxcache.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
-    r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )")
+    r"(?:\[(?P<src>[\w./-]+:\d+)\] |(?P<src2>[\w./-]+\.py:\d+)\] )"
+)
 _TORCH = rxcache.compile(r"^\[rank(?P<rank>\d+)\]: ?")
 _TGI = rxcache.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z) +(?P<level>TRACE|DEBUG|INFO|WARN|ERROR) "
-    r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?")
+    r"(?P<target>[\w:\-]+(?:\{[^}]*\})?): ?"
+)
 _LMD = rxcache.compile(
-    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
-_TRT = rxcache.compile(r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?: ?\[(?P<rank>RANK \d+)\])? ?"
-                       r"(?:\[(?P<level>[A-Z]+|[IWEDV])\] ?)?")
+    r"^(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - (?P<name>[\w.]+) - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+)
+_TRT = rxcache.compile(
+    r"^(?:\[(?P<ts>\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d)\] )?\[(?:TensorRT-LLM|TRT-LLM)\](?: ?\[(?P<rank>RANK \d+)\])? ?"
+    r"(?:\[(?P<level>[A-Z]+|[IWEDV])\] ?)?"
+)
 _UVI = rxcache.compile(r"^(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+")
 _PYLOG = rxcache.compile(r"^(?P<level>WARNING|ERROR|CRITICAL|INFO|DEBUG):(?P<name>[\w.]+):")
 
 # the leading token of each form above (SGLang's time, torch's rank, TRT-LLM's tag and time, vLLM's process tag), for
 # formats/wrappers.py: a prefix most lines share that no parser knows is reported
-LEADS: tuple[str, ...] = (r"\[\d{4}-\d\d-\d\d[ T]", r"\[rank\d+\]", r"\[TensorRT-LLM\]", r"\[TRT-LLM\]", r"\[\d\d/\d\d/\d{4}",
-                          r"\((?:[\w.:\-]+ )?(?:pid|rank)=", r"\([A-Z]\w*[_ ]?\w*\) ")
+LEADS: tuple[str, ...] = (
+    r"\[\d{4}-\d\d-\d\d[ T]",
+    r"\[rank\d+\]",
+    r"\[TensorRT-LLM\]",
+    r"\[TRT-LLM\]",
+    r"\[\d\d/\d\d/\d{4}",
+    r"\((?:[\w.:\-]+ )?(?:pid|rank)=",
+    r"\([A-Z]\w*[_ ]?\w*\) ",
+)
 _TRT_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "D": "DEBUG", "V": "DEBUG"}
 
 
@@ -72,10 +86,10 @@ def split_prefix(msg: str) -> Prefix:
     if c == "[":
         m = _SGL.match(msg)
         if m:
-            p.engine, p.ts, p.body = "sglang", m.group("ts"), msg[m.end():]
+            p.engine, p.ts, p.body = "sglang", m.group("ts"), msg[m.end() :]
             u = _UVI.match(p.body)  # uvicorn's own "ERROR:    ..." inside SGLang's prefix
             if u:
-                p.level, p.body = u.group("level"), p.body[u.end():]
+                p.level, p.body = u.group("level"), p.body[u.end() :]
             tags = m.group("tags").split()
             if tags:
                 p.proc = " ".join(tags)
@@ -84,7 +98,7 @@ def split_prefix(msg: str) -> Prefix:
         m = _TORCH.match(msg)
         if m:
             p.engine, p.rank, p.proc = "torch", f"rank{m.group('rank')}", f"rank{m.group('rank')}"
-            p.body = msg[m.end():]
+            p.body = msg[m.end() :]
             # vLLM often prints a torch-prefixed line whose inner text carries a vLLM tag again
             if p.body.startswith("("):
                 inner = Prefix(body=p.body)
@@ -95,7 +109,7 @@ def split_prefix(msg: str) -> Prefix:
             return p
         m = _TRT.match(msg)
         if m and m.end() > 0:
-            p.engine, p.ts, p.body = "trtllm", m.group("ts"), msg[m.end():]
+            p.engine, p.ts, p.body = "trtllm", m.group("ts"), msg[m.end() :]
             lvl = m.group("level")
             p.level = _TRT_LEVELS.get(lvl, lvl) if lvl else None
             if m.group("rank"):
@@ -105,7 +119,7 @@ def split_prefix(msg: str) -> Prefix:
     if c.isdigit():
         m = _TGI.match(msg)
         if m:
-            p.engine, p.ts, p.level, p.body = "tgi", m.group("ts"), m.group("level"), msg[m.end():]
+            p.engine, p.ts, p.level, p.body = "tgi", m.group("ts"), m.group("level"), msg[m.end() :]
             p.proc = m.group("target")
             rk = re.search(r"rank=(\d+)", p.proc or "")
             if rk:
@@ -113,24 +127,33 @@ def split_prefix(msg: str) -> Prefix:
             return p
         m = _LMD.match(msg)
         if m:
-            p.engine, p.ts, p.level, p.body = "lmdeploy" if "lmdeploy" in m.group("name") else None, m.group("ts"), \
-                m.group("level"), msg[m.end():]
+            p.engine, p.ts, p.level, p.body = (
+                "lmdeploy" if "lmdeploy" in m.group("name") else None,
+                m.group("ts"),
+                m.group("level"),
+                msg[m.end() :],
+            )
             p.proc = m.group("name")
             return p
         return p
     if c.isupper():
         m = _VLVL.match(msg)
         if m:
-            p.engine, p.level, p.ts, p.src = "vllm", _level(m.group("level")), m.group("ts"), m.group("src") or m.group("src2")
-            p.body = msg[m.end():]
+            p.engine, p.level, p.ts, p.src = (
+                "vllm",
+                _level(m.group("level")),
+                m.group("ts"),
+                m.group("src") or m.group("src2"),
+            )
+            p.body = msg[m.end() :]
             return p
         m = _UVI.match(msg)
         if m:
-            p.level, p.body = m.group("level"), msg[m.end():]
+            p.level, p.body = m.group("level"), msg[m.end() :]
             return p
         m = _PYLOG.match(msg)
         if m:
-            p.level, p.proc, p.body = m.group("level"), m.group("name"), msg[m.end():]
+            p.level, p.proc, p.body = m.group("level"), m.group("name"), msg[m.end() :]
     return p
 
 
@@ -161,7 +184,7 @@ def _vllm(p: Prefix) -> None:
     m = _VLVL.match(rest)
     if m:
         p.level, p.ts, p.src = _level(m.group("level")), m.group("ts"), m.group("src") or m.group("src2")
-        rest = rest[m.end():]
+        rest = rest[m.end() :]
     p.body = rest
 
 

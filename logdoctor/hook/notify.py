@@ -5,6 +5,7 @@ journalctl's -u match) and `journalctl LOGDOCTOR_CAUSE=hardware_fault` finds eve
 runs (a container, CI) the same fields are written in the journal export format, which systemd-journal-remote turns
 into a journal file (`systemd-journal-remote -o verdicts.journal -`).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,6 +20,7 @@ JOURNAL_SOCKET = "/run/systemd/journal/socket"
 
 def verdict_fields(d: Diagnosis, unit: str) -> dict[str, str]:
     from logdoctor.verdict.remedy import render_fix
+
     if not d.failed:
         fix, cause, prio = "none", "none", "6"
         msg = f"logdoctor: {unit}: no failure in the log"
@@ -60,6 +62,7 @@ def journald_available() -> bool:
 def send(fields: dict[str, str]) -> None:
     """Through journald (systemd.journal.send; silently dropped by the library when journald is not running)."""
     from systemd import journal
+
     args = {k: v for k, v in fields.items() if k != "MESSAGE"}
     journal.send(fields["MESSAGE"], **args)
 
@@ -67,8 +70,15 @@ def send(fields: dict[str, str]) -> None:
 def export_bytes(fields: dict[str, str], *, now_us: int | None = None) -> bytes:
     """One entry in the journal export format, with the fields journald would add (time, host, pid, uid)."""
     now_us = now_us if now_us is not None else time.time_ns() // 1000
-    full = {"__REALTIME_TIMESTAMP": str(now_us), "_HOSTNAME": socket.gethostname(), "_PID": str(os.getpid()),
-            "_UID": str(os.getuid()), "_COMM": "logdoctor", "_TRANSPORT": "journal", **fields}
+    full = {
+        "__REALTIME_TIMESTAMP": str(now_us),
+        "_HOSTNAME": socket.gethostname(),
+        "_PID": str(os.getpid()),
+        "_UID": str(os.getuid()),
+        "_COMM": "logdoctor",
+        "_TRANSPORT": "journal",
+        **fields,
+    }
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             full.setdefault("_BOOT_ID", f.read().strip().replace("-", ""))

@@ -16,6 +16,7 @@ and its history key, and later rounds read and update the same drop-in. `fix` (t
 names the file after the change and never after UNIT_FILE itself. Every value written passed
 `levers.check_value` / `levers.check_tokens` (one token of the lever's type).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -30,8 +31,8 @@ from logdoctor.engines import ENGINES
 from logdoctor.engines import levers as lv
 from logdoctor.verdict.diagnosis import Diagnosis, FixStep
 
-MAX_BYTES = 4 << 20            # a unit file is KBs; anything past this is not one (and never read whole)
-DROPIN = "50-logdoctor.conf"   # the drop-in `fix --write` owns; systemd reads drop-ins in name order
+MAX_BYTES = 4 << 20  # a unit file is KBs; anything past this is not one (and never read whole)
+DROPIN = "50-logdoctor.conf"  # the drop-in `fix --write` owns; systemd reads drop-ins in name order
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
 _DIGEST_LINE = "# logdoctor-sha256: "
 _ROUND = "# round "
@@ -43,19 +44,19 @@ class NothingToApply(UsageError):
 
 @dataclass
 class Arg:
-    value: str        # the argument after shell unquoting
-    start: int        # byte span in the text (quotes included)
+    value: str  # the argument after shell unquoting
+    start: int  # byte span in the text (quotes included)
     end: int
     op: bool = False  # a shell control operator (`&&`, `||`, `;`, `|`, `&`) in a script or command line
 
 
 @dataclass
 class Command:
-    kind: str         # "unit" | "docker" | "shell" | "script" (the engine command inside `bash -c '...'`)
-    start: int        # span of the command text inside the file (for a unit: after "ExecStart=")
+    kind: str  # "unit" | "docker" | "shell" | "script" (the engine command inside `bash -c '...'`)
+    start: int  # span of the command text inside the file (for a unit: after "ExecStart=")
     end: int
     args: list[Arg]
-    file: int = 0     # which file of a UnitSet holds it (0: the unit itself)
+    file: int = 0  # which file of a UnitSet holds it (0: the unit itself)
 
 
 @dataclass
@@ -75,11 +76,11 @@ class Change:
 class UnitSet:
     """A unit file and the drop-ins beside it, as systemd reads them: the unit first, then `UNIT.d/*.conf` by name."""
 
-    name: str                                   # the unit's name: its history key
+    name: str  # the unit's name: its history key
     dropin_dir: Path
-    files: list[tuple[Path, str]] = field(default_factory=list)   # (path, text with LF line ends)
-    own: str | None = None                      # the text of our drop-in when it exists
-    own_raw: bytes | None = None                # ... its bytes as read (to refuse it if it changes before the write)
+    files: list[tuple[Path, str]] = field(default_factory=list)  # (path, text with LF line ends)
+    own: str | None = None  # the text of our drop-in when it exists
+    own_raw: bytes | None = None  # ... its bytes as read (to refuse it if it changes before the write)
 
     @property
     def dropin_path(self) -> Path:
@@ -90,10 +91,23 @@ _EXEC = re.compile(r"^[ \t]*ExecStart[ \t]*=[ \t]*", re.M)
 _SECTION = re.compile(r"^[ \t]*\[([^\]]+)\][ \t]*$", re.M)
 # words that mark an engine launch command (engines/<name>.py command_words)
 _ENGINE_CMD = re.compile("|".join(w for e in ENGINES.values() for w in e.command_words))
-_SHORT = {"graphs_off": "nograph", "piecewise_graph_off": "nopiecewise", "mem_fraction": "mem", "context_length": "ctx",
-          "max_running": "maxrun", "prefill_chunk": "chunk", "graph_max_bs": "graphbs", "tp_size": "tp",
-          "attention_backend": "attn", "custom_all_reduce_off": "nocustomar", "torch_compile": "nocompile",
-          "mamba_ratio": "mamba", "port": "port", "max_total_tokens": "maxtok", "max_prefill_tokens": "prefill"}
+_SHORT = {
+    "graphs_off": "nograph",
+    "piecewise_graph_off": "nopiecewise",
+    "mem_fraction": "mem",
+    "context_length": "ctx",
+    "max_running": "maxrun",
+    "prefill_chunk": "chunk",
+    "graph_max_bs": "graphbs",
+    "tp_size": "tp",
+    "attention_backend": "attn",
+    "custom_all_reduce_off": "nocustomar",
+    "torch_compile": "nocompile",
+    "mamba_ratio": "mamba",
+    "port": "port",
+    "max_total_tokens": "maxtok",
+    "max_prefill_tokens": "prefill",
+}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -173,12 +187,12 @@ class _Scanner:
             if self.line_start and self.unit and not self.quote and not self.cur:
                 after = self._comment_line(i)
                 if after is not None:
-                    i = after       # a comment line of a continued unit command: skipped, still at a line start
+                    i = after  # a comment line of a continued unit command: skipped, still at a line start
                     continue
                 self.line_start = False
             i = self._quoted(i) if self.quote else self._unquoted(i)
             if i == self._END:
-                return self.args    # the word before the newline is already out
+                return self.args  # the word before the newline is already out
         self._word_done(i)
         return self.args
 
@@ -211,7 +225,7 @@ class _Scanner:
 
     def _unquoted(self, i: int) -> int:
         text, c = self.text, self.text[i]
-        if c == "\\" and i + 1 < self.end and text[i + 1] == "\n":   # a continuation: the next line goes on
+        if c == "\\" and i + 1 < self.end and text[i + 1] == "\n":  # a continuation: the next line goes on
             self._word_done(i)
             self.line_start = True
             return i + 2
@@ -225,8 +239,9 @@ class _Scanner:
     def _redirection(self, i: int) -> bool:
         """An `&` that belongs to a redirection (`2>&1`, `&>`), not a control operator."""
         text = self.text
-        return text[i] == "&" and ((i > self.start and text[i - 1] in "<>") or
-                                   (i + 1 < self.end and text[i + 1] == ">"))
+        return text[i] == "&" and (
+            (i > self.start and text[i - 1] in "<>") or (i + 1 < self.end and text[i + 1] == ">")
+        )
 
     def _operator(self, i: int) -> int:
         """`;`, `&`, `|`, `&&` or `||`: ends the word before it and comes out as an operator argument."""
@@ -329,7 +344,7 @@ def choose(cmds: list[Command], texts: list[str], step: FixStep | None, engine: 
     one whose value for the fix's lever is what the log showed. Several left: refused (InputError), never a guess."""
     if len(cmds) == 1:
         return cmds[0]
-    eng = [c for c in cmds if _ENGINE_CMD.search(texts[c.file][c.start:c.end])] or cmds
+    eng = [c for c in cmds if _ENGINE_CMD.search(texts[c.file][c.start : c.end])] or cmds
     if len(eng) == 1:
         return eng[0]
     if step is None:
@@ -342,9 +357,11 @@ def choose(cmds: list[Command], texts: list[str], step: FixStep | None, engine: 
             same.append(c)
     if len(same) == 1:
         return same[0]
-    raise InputError(f"{len(eng)} ExecStart= commands run the engine (Type=oneshot) and "
-                     f"{'none' if not same else 'more than one'} has the {step.flag.split()[0]} value the log shows "
-                     f"({step.from_}): ambiguous, edit by hand")
+    raise InputError(
+        f"{len(eng)} ExecStart= commands run the engine (Type=oneshot) and "
+        f"{'none' if not same else 'more than one'} has the {step.flag.split()[0]} value the log shows "
+        f"({step.from_}): ambiguous, edit by hand"
+    )
 
 
 def _current(cmd: Command, names: dict[str, bool]) -> object:
@@ -365,7 +382,7 @@ def _current(cmd: Command, names: dict[str, bool]) -> object:
 def _same(current: object, logged: object) -> bool:
     """Whether a command's value (`_current`) is the value the log showed in force."""
     if isinstance(logged, bool):
-        return (current is not None) == logged       # a switch: present = on
+        return (current is not None) == logged  # a switch: present = on
     if logged is None or current is None or current is True:
         return logged is None and current is None
     try:
@@ -381,25 +398,36 @@ def target(text: str, cmd: Command) -> Command:
     segment that runs the engine."""
     args = cmd.args
     if cmd.kind == "unit" and args:
-        p0 = 0   # `env [VAR=value ...] bash -c ...` runs the same shell
-        while p0 + 1 < len(args) and (os.path.basename(args[p0].value.lstrip("-@:+!|")) == "env" or
-                                      (p0 > 0 and re.fullmatch(r"\w+=.*", args[p0].value))):
+        p0 = 0  # `env [VAR=value ...] bash -c ...` runs the same shell
+        while p0 + 1 < len(args) and (
+            os.path.basename(args[p0].value.lstrip("-@:+!|")) == "env"
+            or (p0 > 0 and re.fullmatch(r"\w+=.*", args[p0].value))
+        ):
             p0 += 1
         prog = os.path.basename(args[p0].value.lstrip("-@:+!|"))
-        k = next((i for i, a in enumerate(args[p0 + 1:], p0 + 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a.value)), None)
+        k = next((i for i, a in enumerate(args[p0 + 1 :], p0 + 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a.value)), None)
         if prog in SHELLS and k is not None and k + 1 < len(args):
             script = args[k + 1]
-            raw = text[script.start:script.end]
-            if len(raw) >= 2 and raw[0] in "'\"" and raw[-1] == raw[0] and raw[1:-1] == script.value and \
-                    "\\" not in raw and "\n" not in raw:
+            raw = text[script.start : script.end]
+            if (
+                len(raw) >= 2
+                and raw[0] in "'\""
+                and raw[-1] == raw[0]
+                and raw[1:-1] == script.value
+                and "\\" not in raw
+                and "\n" not in raw
+            ):
                 inner = scan(text, script.start + 1, script.end - 1, unit=False, operators=True)
                 seg = _segment(text, inner)
                 if seg is None:
-                    raise InputError(f"ExecStart= runs `{prog} -c` with a script that starts no engine command: "
-                                     f"edit it by hand")
+                    raise InputError(
+                        f"ExecStart= runs `{prog} -c` with a script that starts no engine command: edit it by hand"
+                    )
                 return Command("script", seg[0].start, seg[-1].end, seg, cmd.file)
-            raise InputError(f"ExecStart= runs the engine in a `{prog} -c` script whose quoting (escapes, several "
-                             f"lines or no quotes) logdoctor does not edit: edit it by hand")
+            raise InputError(
+                f"ExecStart= runs the engine in a `{prog} -c` script whose quoting (escapes, several "
+                f"lines or no quotes) logdoctor does not edit: edit it by hand"
+            )
         return cmd
     if cmd.kind in ("shell", "docker") and any(a.op for a in args):
         seg = _segment(text, args)
@@ -417,7 +445,7 @@ def _segment(text: str, args: list[Arg]) -> list[Arg] | None:
         else:
             segs[-1].append(a)
     for seg in segs:
-        if seg and _ENGINE_CMD.search(text[seg[0].start:seg[-1].end]):
+        if seg and _ENGINE_CMD.search(text[seg[0].start : seg[-1].end]):
             return seg
     return None
 
@@ -440,7 +468,7 @@ def _spellings(step: FixStep, engine: str) -> dict[str, bool]:
     toks = tokens_for(step) or []
     out = {step.flag.split()[0]: len(toks) == 1}
     try:
-        side = lv._lever(step.lever).side(engine)   # noqa: SLF001  (the lever table is the one source of spellings)
+        side = lv._lever(step.lever).side(engine)  # noqa: SLF001  (the lever table is the one source of spellings)
     except (KeyError, AttributeError):
         side = None
     if side is not None:
@@ -514,7 +542,9 @@ def _flag_hits(cmd: Command, names: dict[str, bool]) -> list[tuple[int, int]]:
     return hits
 
 
-def _replacement(text: str, cmd: Command, hits: list[tuple[int, int]], new_tokens: list[str]) -> list[tuple[int, int, str]]:
+def _replacement(
+    text: str, cmd: Command, hits: list[tuple[int, int]], new_tokens: list[str]
+) -> list[tuple[int, int, str]]:
     """The edits that set the flag at hits[0] to `new_tokens` (in its own spelling: `--flag=V` stays `=`, and the
     same flag with a new value touches only the value) and remove every later occurrence."""
     edits: list[tuple[int, int, str]] = []
@@ -554,7 +584,7 @@ def _removal(text: str, cmd: Command, i: int, n: int) -> tuple[int, int, str]:
     before, after = text[ls:s], text[e:le]
     if ls > cmd.start and not before.strip() and re.fullmatch(r"[ \t]*\\?[ \t]*\r?", after):
         if "\\" in after:
-            return ls, le + 1, ""          # the flag had a line of its own: drop the line
+            return ls, le + 1, ""  # the flag had a line of its own: drop the line
         # the command's last line: drop it and the continuation backslash that led to it
         bs = text.rfind("\\", cmd.start, ls)
         while bs > cmd.start and text[bs - 1] in " \t":
@@ -568,8 +598,8 @@ def _removal(text: str, cmd: Command, i: int, n: int) -> tuple[int, int, str]:
 def _insertion(text: str, cmd: Command, rendered: str) -> tuple[int, int, str]:
     last = cmd.args[-1]
     ls = text.rfind("\n", 0, last.start) + 1
-    if ls > cmd.start:     # a continued command: add a line in the same style and indentation as the last one
-        line = text[ls:last.start]
+    if ls > cmd.start:  # a continued command: add a line in the same style and indentation as the last one
+        line = text[ls : last.start]
         indent = line[: len(line) - len(line.lstrip(" \t"))]
         return last.end, last.end, f" \\\n{indent}{rendered}"
     return last.end, last.end, " " + rendered
@@ -582,8 +612,12 @@ def new_name(path: str, step: FixStep) -> str:
     suffix = "".join(p.suffixes[-1:]) if p.suffix else ""
     stem = p.name[: -len(suffix)] if suffix else p.name
     short = _SHORT.get(step.lever, step.lever.replace("_", ""))
-    if not isinstance(step.to, bool) and step.to is not None and (step.text or "").strip() and \
-            not (step.text or "").startswith("remove "):
+    if (
+        not isinstance(step.to, bool)
+        and step.to is not None
+        and (step.text or "").strip()
+        and not (step.text or "").startswith("remove ")
+    ):
         short += re.sub(r"[^\w]", "", str(step.to))[:12]
     elif (step.text or "").startswith("remove ") and step.lever not in _SHORT:
         short = "no" + short
@@ -600,7 +634,7 @@ def _describe(text: str, summary: str, cause: str | None) -> str:
         return text
     desc = re.sub(r" \(logdoctor: [^)]*\)$", "", m[2])
     note = f" (logdoctor: {summary}" + (f", after {cause}" if cause else "") + ")"
-    return text[:m.start(2)] + desc + note + text[m.end(2):]
+    return text[: m.start(2)] + desc + note + text[m.end(2) :]
 
 
 def check_applicable(d: Diagnosis) -> FixStep:
@@ -610,11 +644,14 @@ def check_applicable(d: Diagnosis) -> FixStep:
     if d.no_flag_change or d.cause == "hardware_fault":
         raise NothingToApply(f"{d.cause}: no flag change will help (see `logdoctor explain`: check the host)")
     if d.cause in (None, "unknown"):
-        raise NothingToApply("the cause is unknown: no flag change to apply (see `logdoctor explain` for what to "
-                             "collect)")
+        raise NothingToApply(
+            "the cause is unknown: no flag change to apply (see `logdoctor explain` for what to collect)"
+        )
     if not d.fixes:
-        raise NothingToApply(f"{d.cause}: the verdict proposes no flag change (an engine defect or an outside "
-                             f"cause; see `logdoctor explain`)")
+        raise NothingToApply(
+            f"{d.cause}: the verdict proposes no flag change (an engine defect or an outside "
+            f"cause; see `logdoctor explain`)"
+        )
     return d.fixes[0]
 
 
@@ -665,7 +702,7 @@ def load_unit(path: str | os.PathLike[str]) -> UnitSet:
         except OSError:
             continue
         if stat.S_ISCHR(st.st_mode) and f.is_symlink():
-            continue                      # masked (-> /dev/null)
+            continue  # masked (-> /dev/null)
         raw = read_bounded(f)
         text = _to_lf(decode(raw, str(f)))[0]
         us.files.append((f, text))
@@ -689,6 +726,7 @@ def command_in_force(us: UnitSet, engine: str | None = None) -> tuple[str, Comma
 
 def _digest(body: str) -> str:
     import hashlib
+
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -696,7 +734,7 @@ def _own_is_untouched(text: str) -> bool:
     """Our drop-in as logdoctor wrote it: its digest line matches the body below it."""
     head, sep, body = text.partition("\n[Service]\n")
     line = next((x for x in head.splitlines() if x.startswith(_DIGEST_LINE)), None)
-    return bool(sep) and line is not None and line[len(_DIGEST_LINE):].strip() == _digest("[Service]\n" + body)
+    return bool(sep) and line is not None and line[len(_DIGEST_LINE) :].strip() == _digest("[Service]\n" + body)
 
 
 def dropin(us: UnitSet, d: Diagnosis) -> Change:
@@ -707,8 +745,10 @@ def dropin(us: UnitSet, d: Diagnosis) -> Change:
     if os.path.lexists(us.dropin_path) and not us.dropin_path.is_file():
         raise InputError(f"{us.dropin_path} exists and is not a regular file (masked, or a FIFO): not replaced")
     if us.own is not None and not _own_is_untouched(us.own):
-        raise InputError(f"{us.dropin_path} was edited since logdoctor wrote it (or not written by logdoctor): not "
-                         f"replaced; merge the change into the unit by hand or remove that file")
+        raise InputError(
+            f"{us.dropin_path} was edited since logdoctor wrote it (or not written by logdoctor): not "
+            f"replaced; merge the change into the unit by hand or remove that file"
+        )
     entries: list[Command | None] = []
     for i, (_, text) in enumerate(us.files):
         entries += exec_entries(text, i)
@@ -719,18 +759,22 @@ def dropin(us: UnitSet, d: Diagnosis) -> Change:
     cmd = choose(cmds, texts, step, d.engine)
     src_path, src = us.files[cmd.file]
     if cmd.file > 0 and src_path.name > DROPIN:
-        raise InputError(f"ExecStart= in {src_path.name} is read after {DROPIN}: a drop-in there would not take "
-                         f"effect; edit {src_path.name} by hand or use --new-unit")
+        raise InputError(
+            f"ExecStart= in {src_path.name} is read after {DROPIN}: a drop-in there would not take "
+            f"effect; edit {src_path.name} by hand or use --new-unit"
+        )
     new_src, summary = apply_to_text(src, step, d.engine, cmd)
-    span = new_src[cmd.start:cmd.end + len(new_src) - len(src)]
+    span = new_src[cmd.start : cmd.end + len(new_src) - len(src)]
     body = f"[Service]\nExecStart=\nExecStart={span}\n"
     why = f", after {d.cause}" if d.cause else ""
     rounds = [x for x in (us.own or "").splitlines() if x.startswith(_ROUND)]
     rounds.append(f"{_ROUND}{len(rounds) + 1}: {summary}{why}")
-    text = (f"# Written by `logdoctor fix` for {us.name}; systemd reads it after the unit file, the unit keeps its\n"
-            f"# name and its attempt history. logdoctor updates this file on the next round and refuses to replace it\n"
-            f"# once edited by hand. The changes, oldest first:\n" + "\n".join(rounds) + "\n"
-            f"{_DIGEST_LINE}{_digest(body)}\n{body}")
+    text = (
+        f"# Written by `logdoctor fix` for {us.name}; systemd reads it after the unit file, the unit keeps its\n"
+        f"# name and its attempt history. logdoctor updates this file on the next round and refuses to replace it\n"
+        f"# once edited by hand. The changes, oldest first:\n" + "\n".join(rounds) + "\n"
+        f"{_DIGEST_LINE}{_digest(body)}\n{body}"
+    )
     return Change(text, f"{us.name}.d/{DROPIN}", summary, "dropin", us.dropin_path, us.own or "")
 
 
@@ -739,4 +783,5 @@ def write_atomic(path: str | os.PathLike[str], text: str, mode: int | None = Non
     (logdoctor/core/atomic.py: a device or FIFO is a stream, a symlink stays one, a full disk or a missing folder is one
     line, exit 2, the target unchanged; `expect` refuses a target changed since it was read)."""
     from logdoctor.core.atomic import write_text
+
     write_text(path, text, mode=mode, expect=expect)

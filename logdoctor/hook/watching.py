@@ -10,6 +10,7 @@ Failed: the timeline says the attempt failed (a systemd failure result, an engin
 watch then reads on for a short grace period (until systemd's verdict on the process, at most `grace` seconds) so
 that the rest of the traceback and the kernel's lines are part of the diagnosis. Never blocks past `timeout`.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,9 @@ class Progress:
     unit: str
     elapsed: float
     phase: str
-    ranks: dict = field(default_factory=dict)   # rank -> phase
+    ranks: dict = field(default_factory=dict)  # rank -> phase
     lines: int = 0
-    health: str | None = None                   # last health-check result, e.g. "503", "refused"
+    health: str | None = None  # last health-check result, e.g. "503", "refused"
 
     def line(self, width: int = 0) -> str:
         """The status line; with a width, the per-rank part is shortened first so the elapsed time stays visible."""
@@ -44,7 +45,7 @@ class Progress:
         if per_rank:
             room = width - len(head) - len(tail) - 2 if width else len(per_rank)
             if room < len(per_rank):
-                per_rank = per_rank[:max(0, room - 1)] + "…" if room > 8 else ""
+                per_rank = per_rank[: max(0, room - 1)] + "…" if room > 8 else ""
             if per_rank:
                 head += "  " + per_rank
         line = head + tail
@@ -59,7 +60,7 @@ class WatchResult:
     outcome: str
     diagnosis: Diagnosis
     elapsed: float
-    ready_by: str | None = None        # "log" (the engine's ready line) | "health" (health_url answered 200)
+    ready_by: str | None = None  # "log" (the engine's ready line) | "health" (health_url answered 200)
     lines: int = 0
 
     def __getattr__(self, name):
@@ -77,8 +78,13 @@ class WatchResult:
 
     def to_dict(self) -> dict:
         out = self.diagnosis.to_dict()
-        out["watch"] = {"unit": self.unit, "outcome": self.outcome, "elapsed": round(self.elapsed, 2),
-                        "ready_by": self.ready_by, "entries": self.lines}
+        out["watch"] = {
+            "unit": self.unit,
+            "outcome": self.outcome,
+            "elapsed": round(self.elapsed, 2),
+            "ready_by": self.ready_by,
+            "entries": self.lines,
+        }
         return out
 
 
@@ -87,31 +93,37 @@ class _Follower:
 
     def __init__(self, unit: str, journal, since_us: int | None):
         from logdoctor.input.sources import journal as sj
+
         try:
             from systemd import _reader as rmod
         except ImportError:
-            raise InputError("logdoctor watch needs systemd-python (pip install systemd-python; it needs "
-                             "libsystemd-dev)") from None
-        self._norm = sj._python_entry            # noqa: SLF001  (one normalisation for every journal reader)
+            raise InputError(
+                "logdoctor watch needs systemd-python (pip install systemd-python; it needs libsystemd-dev)"
+            ) from None
+        self._norm = sj._python_entry  # noqa: SLF001  (one normalisation for every journal reader)
         files, directory = _journal_arg(journal)
         try:
             if files:
-                sj._check_files(files)           # noqa: SLF001
+                sj._check_files(files)  # noqa: SLF001
                 self.r = rmod._Reader(0, None, files)
                 self.can_wait = False
             elif directory:
-                sj._check_directory(directory)   # noqa: SLF001
+                sj._check_directory(directory)  # noqa: SLF001
                 self.r = rmod._Reader(0, directory, None)
                 self.can_wait = True
             else:
-                sj._check_live(unit)             # noqa: SLF001
+                sj._check_live(unit)  # noqa: SLF001
                 self.r = rmod._Reader(rmod.LOCAL_ONLY)
                 self.can_wait = True
         except OSError as e:
             raise InputError(f"cannot open the journal: {e.strerror or e}") from None
         self.r.data_threshold = 0
-        groups = ((f"_SYSTEMD_UNIT={unit}",), ("_PID=1", f"UNIT={unit}"),
-                  ("MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1", f"COREDUMP_UNIT={unit}"), (KERNEL_MATCH,))
+        groups = (
+            (f"_SYSTEMD_UNIT={unit}",),
+            ("_PID=1", f"UNIT={unit}"),
+            ("MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1", f"COREDUMP_UNIT={unit}"),
+            (KERNEL_MATCH,),
+        )
         for i, g in enumerate(groups):
             if i:
                 self.r.add_disjunction()
@@ -127,10 +139,13 @@ class _Follower:
         """Whether the journal holds any entry of the unit itself or of systemd about it (at any time)."""
         rmod, files, directory = self._source
         try:
-            r = rmod._Reader(0, None, files) if files else (
-                rmod._Reader(0, directory, None) if directory else rmod._Reader(rmod.LOCAL_ONLY))
+            r = (
+                rmod._Reader(0, None, files)
+                if files
+                else (rmod._Reader(0, directory, None) if directory else rmod._Reader(rmod.LOCAL_ONLY))
+            )
         except OSError:
-            return True   # cannot tell: the follower reports what it can
+            return True  # cannot tell: the follower reports what it can
         try:
             r.add_match(f"_SYSTEMD_UNIT={unit}")
             r.add_disjunction()
@@ -167,15 +182,20 @@ class _Follower:
         self.r.close()
 
 
-UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system",
-             "/lib/systemd/system")
+UNIT_DIRS = (
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
 
 
 def unit_file_exists(unit: str) -> bool:
     """A unit file for `unit` (or its template, for name@instance) in systemd's system unit folders."""
     names = [unit]
     if "@" in unit:
-        names.append(unit.split("@", 1)[0] + "@." + unit.rsplit(".", 1)[-1])   # name@x.service -> name@.service
+        names.append(unit.split("@", 1)[0] + "@." + unit.rsplit(".", 1)[-1])  # name@x.service -> name@.service
     return any(os.path.exists(os.path.join(d, n)) for d in UNIT_DIRS for n in names)
 
 
@@ -202,7 +222,7 @@ def latest_start(entries: list[dict], unit: str) -> int:
             break
     if idx is None:
         return 0
-    if entries[idx]["MESSAGE"].startswith("Started "):   # the "Starting" line of the same start, if any
+    if entries[idx]["MESSAGE"].startswith("Started "):  # the "Starting" line of the same start, if any
         for j in range(idx - 1, -1, -1):
             e = entries[j]
             if e.get("_PID") == "1" and e.get("UNIT") == unit:
@@ -215,8 +235,9 @@ def latest_start(entries: list[dict], unit: str) -> int:
 def _health(url: str, timeout: float) -> str:
     import urllib.error
     import urllib.request
+
     try:
-        with urllib.request.urlopen(url, timeout=max(0.1, timeout)) as resp:   # noqa: S310 (the user's own URL)
+        with urllib.request.urlopen(url, timeout=max(0.1, timeout)) as resp:  # noqa: S310 (the user's own URL)
             return str(resp.status)
     except urllib.error.HTTPError as e:
         return str(e.code)
@@ -225,9 +246,20 @@ def _health(url: str, timeout: float) -> str:
         return "refused" if isinstance(reason, ConnectionRefusedError) else type(reason).__name__
 
 
-def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=None, history=None,
-          engine: str = "auto", since: str | None = None, rules=(), grace: float = 2.0, poll: float = 0.2,
-          on_progress: Callable[[Progress], None] | None = None) -> WatchResult:
+def watch(
+    unit: str,
+    *,
+    timeout: float,
+    health_url: str | None = None,
+    journal=None,
+    history=None,
+    engine: str = "auto",
+    since: str | None = None,
+    rules=(),
+    grace: float = 2.0,
+    poll: float = 0.2,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> WatchResult:
     """Block until `unit` is ready or has failed, or `timeout` seconds pass; return the outcome and diagnosis."""
     from logdoctor.input.sources.journal import mangle_unit, parse_since
 
@@ -250,7 +282,7 @@ def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=N
             now = time.monotonic()
             done = w.from_log(now)
             if done is None and w.failed_at is not None and now - w.failed_at >= grace:
-                done = ("failed", None)     # the grace period after the failure is over
+                done = ("failed", None)  # the grace period after the failure is over
             if done is None:
                 done = w.from_health(now)
             if done is not None:
@@ -265,10 +297,11 @@ def watch(unit: str, *, timeout: float, health_url: str | None = None, journal=N
             follower.wait(w.wake(now) - now)
     finally:
         follower.close()
-    view = w.entries[latest_start(w.entries, unit):] if w.entries else []
+    view = w.entries[latest_start(w.entries, unit) :] if w.entries else []
     d = _diagnose(view, unit, engine, history, rules)
-    return WatchResult(unit=unit, outcome=outcome, diagnosis=d, elapsed=time.monotonic() - t0, ready_by=ready_by,
-                       lines=len(view))
+    return WatchResult(
+        unit=unit, outcome=outcome, diagnosis=d, elapsed=time.monotonic() - t0, ready_by=ready_by, lines=len(view)
+    )
 
 
 @dataclass
@@ -286,8 +319,8 @@ class _Watch:
     t0: float
     deadline: float
     entries: list[dict] = field(default_factory=list)
-    dirty: bool = True                  # entries came since the timeline was last built
-    failed_at: float | None = None      # when the timeline first said the attempt failed
+    dirty: bool = True  # entries came since the timeline was last built
+    failed_at: float | None = None  # when the timeline first said the attempt failed
     backoff: float = 0.5
     health: str | None = None
     next_health: float = field(init=False)
@@ -308,10 +341,11 @@ class _Watch:
         from logdoctor.timeline.build import build
 
         self.dirty = False
-        view = self.entries[latest_start(self.entries, self.unit):]
+        view = self.entries[latest_start(self.entries, self.unit) :]
         a = build(read_entries(view, self.unit).records, self.engine).last
-        self.prog = Progress(self.unit, now - self.t0, a.phase, {r: v.phase for r, v in a.ranks.items()}, len(view),
-                             self.health)
+        self.prog = Progress(
+            self.unit, now - self.t0, a.phase, {r: v.phase for r, v in a.ranks.items()}, len(view), self.health
+        )
         if self.on_progress:
             self.on_progress(self.prog)
             self.shown_at = now
@@ -369,6 +403,7 @@ def _diagnose(view: list[dict], unit: str, engine: str, history, rules) -> Diagn
         return diagnose_timeline(tl, res, rule_set, classifier=load_default())
     from logdoctor.history import History, open_history
     from logdoctor.verdict.api import diagnose_with_history
+
     store = open_history(history)
     try:
         return diagnose_with_history(tl, res, rule_set, classifier=load_default(), history=store, unit=unit)

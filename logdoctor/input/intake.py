@@ -7,6 +7,7 @@ A log is read at the worst moment, so one bad stretch must not cost the whole di
 - binary junk (random bytes, an executable, a bomb of zeros) is refused with one line.
 Everything here works on bytes before decoding and never raises except `sniff`, the one refusal.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -16,8 +17,13 @@ from dataclasses import dataclass, field
 from logdoctor.core import limits
 from logdoctor.core.errors import InputError
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 _CTRL = bytes(b for b in range(32) if b not in (0, 9, 10, 13, 27)) + b"\x7f"
 _NUL_RUN = re.compile(rb"\x00+")
 _NOT_NUL = re.compile(rb"[^\x00]")
@@ -34,10 +40,10 @@ class Damage:
     cut_bytes: int = 0
     first_cut_line: int = 0
     longest_line: int = 0
-    long_lines: int = 0                 # lines longer than limits.MATCH_CAP: rules match their head only
+    long_lines: int = 0  # lines longer than limits.MATCH_CAP: rules match their head only
     first_nul_line: int = 0
-    stopped: str | None = None          # where a truncated or capped archive stopped
-    cr_lines: int = 0                   # lone CRs read as line ends (a CR-terminated log, or CR before a log line)
+    stopped: str | None = None  # where a truncated or capped archive stopped
+    cr_lines: int = 0  # lone CRs read as line ends (a CR-terminated log, or CR before a log line)
     notes: list[str] = field(default_factory=list)
 
 
@@ -60,45 +66,53 @@ def detect_encoding(head: bytes) -> str:
 def sniff(data: bytes, origin: str, *, partial: bool = False) -> None:
     """Refuse input that is not text at all, with one line that says why and what to do. Everything else passes:
     damage inside a text log is repaired by `repair`, not refused. `partial`: data is only the start of the input."""
-    enc = detect_encoding(data[:limits.SNIFF_BYTES])
-    if enc not in ("utf-8", "utf-8-sig"):   # judge the text repair() will decode, not its UTF-16 bytes
-        data = data[:2 * limits.SNIFF_BYTES].decode(enc, "replace").encode("utf-8", "replace")
+    enc = detect_encoding(data[: limits.SNIFF_BYTES])
+    if enc not in ("utf-8", "utf-8-sig"):  # judge the text repair() will decode, not its UTF-16 bytes
+        data = data[: 2 * limits.SNIFF_BYTES].decode(enc, "replace").encode("utf-8", "replace")
     start = 0
     if data[:1] == b"\x00":
         m = _NOT_NUL.search(data)
         if m is None:
-            what = f"only NUL bytes in its first {limits.human(len(data))}" if partial else \
-                f"{len(data)} NUL bytes and nothing else"
+            what = (
+                f"only NUL bytes in its first {limits.human(len(data))}"
+                if partial
+                else f"{len(data)} NUL bytes and nothing else"
+            )
             raise InputError(f"{origin}: binary data ({what}), not a text log")
         start = m.start()
-    head = data[start:start + limits.SNIFF_BYTES].replace(b"\x00", b"")
+    head = data[start : start + limits.SNIFF_BYTES].replace(b"\x00", b"")
     ctrl = len(head) - len(head.translate(None, _CTRL))
     if ctrl * limits.BINARY_RATIO > len(head):
-        raise InputError(f"{origin}: binary data ({ctrl} control bytes in a {len(head)}-byte sample), not a text log"
-                         " — for a systemd .journal file use --journal-file PATH")
+        raise InputError(
+            f"{origin}: binary data ({ctrl} control bytes in a {len(head)}-byte sample), not a text log"
+            " — for a systemd .journal file use --journal-file PATH"
+        )
 
 
 def repair(data: bytes, origin: str = "<bytes>") -> tuple[bytes, Damage]:
     """Decode UTF-16/BOMs to UTF-8, replace NUL runs, cut over-long lines. Never raises."""
     dmg = Damage()
-    enc = detect_encoding(data[:limits.SNIFF_BYTES])
+    enc = detect_encoding(data[: limits.SNIFF_BYTES])
     if enc == "utf-8-sig":
         dmg.encoding = "utf-8-bom"
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     elif enc != "utf-8":
         dmg.encoding = enc
         data = data.decode(enc, "replace").lstrip("\ufeff").encode("utf-8", "replace")
         dmg.notes.append(f"{origin}: decoded as {enc.upper()} text")
     data, dmg.cr_lines = cr_breaks(data)
     if dmg.cr_lines:
-        dmg.notes.append(f"{origin}: {dmg.cr_lines} lone carriage return{'s' if dmg.cr_lines > 1 else ''} read as line"
-                         " ends")
+        dmg.notes.append(
+            f"{origin}: {dmg.cr_lines} lone carriage return{'s' if dmg.cr_lines > 1 else ''} read as line ends"
+        )
     if b"\x00" in data:
         dmg.nul_bytes = data.count(b"\x00")
         first = data.count(b"\n", 0, data.find(b"\x00")) + 1
         data = _NUL_RUN.sub(_REPLACEMENT, data)
-        dmg.notes.append(f"{origin}: {dmg.nul_bytes} NUL byte{'s' if dmg.nul_bytes > 1 else ''} replaced"
-                         f" (first at line {first}; each run by one U+FFFD)")
+        dmg.notes.append(
+            f"{origin}: {dmg.nul_bytes} NUL byte{'s' if dmg.nul_bytes > 1 else ''} replaced"
+            f" (first at line {first}; each run by one U+FFFD)"
+        )
     if len(data) > limits.MATCH_CAP:
         dmg.long_lines = sum(1 for _ in _OVER_MATCH_CAP.finditer(data))
     if len(data) > limits.LINE_CAP:
@@ -108,7 +122,8 @@ def repair(data: bytes, origin: str = "<bytes>") -> tuple[bytes, Damage]:
                 f"{origin}: {dmg.cut_lines} line{'s' if dmg.cut_lines > 1 else ''} longer than "
                 f"{limits.human(limits.LINE_CAP)} cut to the first {limits.human(limits.LINE_CAP)} "
                 f"({dmg.cut_bytes} bytes cut; first at line {dmg.first_cut_line}, "
-                f"longest {dmg.longest_line / 1e6:.1f} MB)")
+                f"longest {dmg.longest_line / 1e6:.1f} MB)"
+            )
     return data, dmg
 
 
@@ -124,7 +139,7 @@ def _cut_long_lines(data: bytes, dmg: Damage) -> bytes:
     for m in _LONG_LINE.finditer(data):
         start, end = m.span()
         cut = start + limits.LINE_CAP
-        while cut > start and (data[cut] & 0xC0) == 0x80:   # do not split a UTF-8 character
+        while cut > start and (data[cut] & 0xC0) == 0x80:  # do not split a UTF-8 character
             cut -= 1
         line_no += data.count(b"\n", counted_to, start)
         counted_to = start
@@ -143,8 +158,10 @@ def _cut_long_lines(data: bytes, dmg: Damage) -> bytes:
 
 # What a fresh log line starts with: a syslog/journal clock, an ISO date, SGLang's "[date", vLLM's "LEVEL mm-dd",
 # a JSON entry, journalctl's own separator lines. A tqdm redraw starts with its description or the bar instead.
-_LOG_HEAD = (rb"(?:[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d{4}-\d\d-\d\d"
-             rb"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d|\{\"|-- (?:Boot|Logs begin|No entries))")
+_LOG_HEAD = (
+    rb"(?:[A-Z][a-z]{2} [ 0-3]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\[\d{4}-\d\d-\d\d"
+    rb"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d|\{\"|-- (?:Boot|Logs begin|No entries))"
+)
 _CR_BEFORE_LOG = re.compile(rb"\r(?!\n)(?=" + _LOG_HEAD + rb")")
 _LONE_CR = re.compile(rb"\r(?!\n)")
 
@@ -182,7 +199,7 @@ def repair_lines(lines: list[str], origin: str = "<lines>") -> tuple[list[str], 
                 dmg.cut_bytes += len(line) - limits.LINE_CAP
                 dmg.longest_line = max(dmg.longest_line, len(line))
                 dmg.first_cut_line = dmg.first_cut_line or i + 1
-                line = line[:limits.LINE_CAP] + f" \u2026[{len(line) - limits.LINE_CAP} characters cut]"
+                line = line[: limits.LINE_CAP] + f" \u2026[{len(line) - limits.LINE_CAP} characters cut]"
             out[i] = line
         if len(line) > limits.MATCH_CAP:
             dmg.long_lines += 1
@@ -218,7 +235,7 @@ def repair_chunk(data: bytes, dmg: Damage, lines_before: int) -> bytes:
         dmg.nul_bytes += n
         data = _NUL_RUN.sub(_REPLACEMENT, data)
     if len(data) <= limits.MATCH_CAP or not _may_hold_line_over(data, limits.MATCH_CAP):
-        return data     # no line over MATCH_CAP, so none over LINE_CAP (LINE_CAP > MATCH_CAP)
+        return data  # no line over MATCH_CAP, so none over LINE_CAP (LINE_CAP > MATCH_CAP)
     dmg.long_lines += sum(1 for _ in _OVER_MATCH_CAP.finditer(data))
     if len(data) > limits.LINE_CAP:
         part = Damage()
@@ -235,11 +252,15 @@ def chunk_notes(dmg: Damage, origin: str) -> list[str]:
     """The warnings `repair` would have given for the whole input."""
     notes = []
     if dmg.nul_bytes:
-        notes.append(f"{origin}: {dmg.nul_bytes} NUL byte{'s' if dmg.nul_bytes > 1 else ''} replaced"
-                     f" (first at line {dmg.first_nul_line}; each run by one U+FFFD)")
+        notes.append(
+            f"{origin}: {dmg.nul_bytes} NUL byte{'s' if dmg.nul_bytes > 1 else ''} replaced"
+            f" (first at line {dmg.first_nul_line}; each run by one U+FFFD)"
+        )
     if dmg.cut_lines:
-        notes.append(f"{origin}: {dmg.cut_lines} line{'s' if dmg.cut_lines > 1 else ''} longer than "
-                     f"{limits.human(limits.LINE_CAP)} cut to the first {limits.human(limits.LINE_CAP)} "
-                     f"({dmg.cut_bytes} bytes cut; first at line {dmg.first_cut_line}, "
-                     f"longest {dmg.longest_line / 1e6:.1f} MB)")
+        notes.append(
+            f"{origin}: {dmg.cut_lines} line{'s' if dmg.cut_lines > 1 else ''} longer than "
+            f"{limits.human(limits.LINE_CAP)} cut to the first {limits.human(limits.LINE_CAP)} "
+            f"({dmg.cut_bytes} bytes cut; first at line {dmg.first_cut_line}, "
+            f"longest {dmg.longest_line / 1e6:.1f} MB)"
+        )
     return notes

@@ -8,6 +8,7 @@ The parse layer never raises on any input. `check_bytes` is the separate, strict
 binary junk or an empty pipe into one clear InputError; partial damage (NUL bytes, an over-long line, UTF-16) is
 repaired and counted by intake.repair (docs/reliability.md).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,14 +24,22 @@ from logdoctor.input.intake import Damage, repair, sniff
 
 EMPTY_STDIN_HINT = "no log lines on stdin — try: journalctl -u UNIT -n 1000 --no-pager | logdoctor explain"
 _NOT_SPACE = re.compile(rb"\S")
-_SHORT_FORMATS = ("journal-short", "journal-short-precise", "journal-short-iso", "journal-short-iso-precise",
-                  "journal-short-full", "journal-with-unit", "journal-short-monotonic", "journal-short-unix")
+_SHORT_FORMATS = (
+    "journal-short",
+    "journal-short-precise",
+    "journal-short-iso",
+    "journal-short-iso-precise",
+    "journal-short-full",
+    "journal-with-unit",
+    "journal-short-monotonic",
+    "journal-short-unix",
+)
 
 
 def check_bytes(data: bytes, origin: str) -> None:
     """Refuse input that is not a text log (empty, or binary junk), with one line that says why and what to do.
     Damage inside a text log (NUL bytes, over-long lines, UTF-16) is repaired by read_bytes, not refused."""
-    if _NOT_SPACE.search(data) is None:   # not data.strip(): no copy of a large input
+    if _NOT_SPACE.search(data) is None:  # not data.strip(): no copy of a large input
         raise InputError(EMPTY_STDIN_HINT if origin == "<stdin>" else f"{origin}: empty input — no log lines")
     if not journal_export.looks_like_export(data):
         sniff(data, origin)
@@ -47,14 +56,16 @@ def decode(data: bytes) -> tuple[str, int]:
     return re.sub("[\udc80-\udcff]+", lambda m: "\ufffd", text), bad
 
 
-def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None, damage: Damage | None = None
-               ) -> ReadResult:
+def read_bytes(
+    data: bytes, origin: str = "<bytes>", *, year: int | None = None, damage: Damage | None = None
+) -> ReadResult:
     """Never raises: use check_bytes first to refuse junk with a clear message. `damage` carries what the source
     already repaired (a truncated archive) into the stats."""
     if journal_export.looks_like_export(data):
         entries, bad = journal_export.parse_export(data)
-        res = read_entries(((e.fields, e.first_line, e.last_line) for e in entries), origin, fmt="journal-export",
-                           numbered=True)
+        res = read_entries(
+            ((e.fields, e.first_line, e.last_line) for e in entries), origin, fmt="journal-export", numbered=True
+        )
         for line, reason in bad:
             res.unparsed.append(Unparsed(line, "", reason))
         res.stats.unparsed += len(bad)
@@ -69,8 +80,14 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None,
         lines.pop()  # the newline that ends the last line is not an extra empty line
     res = read_lines(lines, origin, year=year)
     st = res.stats
-    st.bad_bytes, st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines, st.encoding = \
-        bad_bytes, dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, dmg.long_lines, dmg.encoding
+    st.bad_bytes, st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines, st.encoding = (
+        bad_bytes,
+        dmg.nul_bytes,
+        dmg.cut_lines,
+        dmg.cut_bytes,
+        dmg.long_lines,
+        dmg.encoding,
+    )
     if damage is not None:
         st.stopped = damage.stopped
         res.warnings += damage.notes
@@ -80,8 +97,15 @@ def read_bytes(data: bytes, origin: str = "<bytes>", *, year: int | None = None,
     return res
 
 
-def read_lines(lines: Iterable, origin: str = "<text>", *, year: int | None = None,
-               head: list[str] | None = None, sink=None, numbered: bool = False) -> ReadResult:
+def read_lines(
+    lines: Iterable,
+    origin: str = "<text>",
+    *,
+    year: int | None = None,
+    head: list[str] | None = None,
+    sink=None,
+    numbered: bool = False,
+) -> ReadResult:
     """Text lines (any mixture of formats) → records. A streaming caller passes an iterator, its first lines as
     `head` (at least the 600 that format detection reads) and a `sink` that stores the records. `numbered`: the
     lines are (input line number, text) pairs, a selection of the input (the scan's), and records keep those
@@ -91,7 +115,7 @@ def read_lines(lines: Iterable, origin: str = "<text>", *, year: int | None = No
         head = [t for _, t in lines] if numbered else lines
     reader = _LineReader(head, year or datetime.now().year, sink)
     feed = reader.feed
-    for i, raw in (lines if numbered else enumerate(lines, 1)):
+    for i, raw in lines if numbered else enumerate(lines, 1):
         feed(i, raw)
     records = sink.records() if sink is not None else reader.records
     return ReadResult(records=records, stats=reader.stats, unparsed=reader.unparsed, origin=origin)
@@ -114,7 +138,7 @@ class _LineReader:
         if unknown_rx is not None:
             wrap_kinds = wrap_kinds | {("unknown", unknown_rx)}
         self.wrap_kinds = wrap_kinds
-        self.prev_outer: Outer | None = None     # the last journal-text header, for continuation lines
+        self.prev_outer: Outer | None = None  # the last journal-text header, for continuation lines
         self.prev_rec: Record | None = None
 
     def _unparsed(self, i: int, line: str, reason: str) -> None:
@@ -131,7 +155,7 @@ class _LineReader:
         if mostly_control(line):
             self._unparsed(i, line, "binary junk")
             return
-        meta = journal_text.parse_meta(line)        # journalctl's own separator lines
+        meta = journal_text.parse_meta(line)  # journalctl's own separator lines
         if meta is not None:
             rec = Record(line=i, msg=meta.msg, text=meta.msg, fmt=meta.fmt, transport=META, extra=meta.extra)
             _emit(self.records, stats, rec, skipped=True)
@@ -189,8 +213,9 @@ class _LineReader:
         return outer if outer is not None else Outer(fmt="raw", msg=line)
 
 
-def read_entries(entries: Iterable, origin: str = "<journal>", *, fmt: str = "journal", numbered: bool = False
-                 ) -> ReadResult:
+def read_entries(
+    entries: Iterable, origin: str = "<journal>", *, fmt: str = "journal", numbered: bool = False
+) -> ReadResult:
     """Journal entries (normalised str→str dicts from the journal source, or (fields, first, last) tuples from
     export input) → records. Each entry counts as one read line; its MESSAGE lines become separate records."""
     stats = Stats()
@@ -218,23 +243,50 @@ def _entry_records(outer: Outer, first: int, last: int) -> list[Record]:
     for j, part in enumerate(parts):
         part, _ = clean(part)
         ln = min(first + j, last) if multi else first
-        out.append(_record(outer, part, ln, continuation=j > 0, inherit=out[-1] if out else None, end=last if not multi else 0))
+        out.append(
+            _record(outer, part, ln, continuation=j > 0, inherit=out[-1] if out else None, end=last if not multi else 0)
+        )
     return out
 
 
-def _record(outer: Outer, msg: str, line: int, *, continuation: bool = False, inherit: Record | None = None,
-            end: int = 0, wrap: frozenset[str] = frozenset()) -> Record:
+def _record(
+    outer: Outer,
+    msg: str,
+    line: int,
+    *,
+    continuation: bool = False,
+    inherit: Record | None = None,
+    end: int = 0,
+    wrap: frozenset[str] = frozenset(),
+) -> Record:
     unknown = next((k[1] for k in wrap if isinstance(k, tuple)), None)
     w = wrappers.peel(msg, wrap, unknown)  # a process manager's prefix (Ray, torchrun, mpirun, srun, kubectl)
     p = split_prefix(w.body)
     transport = outer.transport or SERVICE
     # a wrapper that names the writer (rank, pid) makes every line self-identifying, like an engine prefix
     engine = p.engine or (f"{w.wrapper}" if w.wrapper and (w.rank or w.pid or w.proc) else None)
-    rec = Record(line=line, msg=p.body, text=msg, end_line=end if end and end != line else 0, fmt=outer.fmt,
-                 ts=outer.ts or w.ts, host=outer.host, ident=outer.ident or w.ident, unit=outer.unit, pid=outer.pid,
-                 priority=outer.priority, transport=transport, level=p.level, engine_ts=p.ts, proc=p.proc or w.proc,
-                 rank=p.rank or w.rank, src=p.src, continuation=continuation, prefix_engine=engine,
-                 extra=dict(outer.extra) if outer.extra else {})
+    rec = Record(
+        line=line,
+        msg=p.body,
+        text=msg,
+        end_line=end if end and end != line else 0,
+        fmt=outer.fmt,
+        ts=outer.ts or w.ts,
+        host=outer.host,
+        ident=outer.ident or w.ident,
+        unit=outer.unit,
+        pid=outer.pid,
+        priority=outer.priority,
+        transport=transport,
+        level=p.level,
+        engine_ts=p.ts,
+        proc=p.proc or w.proc,
+        rank=p.rank or w.rank,
+        src=p.src,
+        continuation=continuation,
+        prefix_engine=engine,
+        extra=dict(outer.extra) if outer.extra else {},
+    )
     if w.wrapper:
         rec.extra["wrapper"] = w.wrapper
     tag_pid = p.tag_pid if p.tag_pid is not None else w.pid
@@ -250,8 +302,12 @@ def _record(outer: Outer, msg: str, line: int, *, continuation: bool = False, in
 def _inherit(rec: Record, inherit: Record) -> None:
     """A line without an engine prefix continues the last prefixed line of the same writer (SGLang prints a
     traceback as one multi-line log record: only its first line has the [time TPn] prefix)."""
-    if inherit.transport != rec.transport or inherit.pid != rec.pid or inherit.host != rec.host \
-            or inherit.ident != rec.ident:
+    if (
+        inherit.transport != rec.transport
+        or inherit.pid != rec.pid
+        or inherit.host != rec.host
+        or inherit.ident != rec.ident
+    ):
         return
     rec.rank = rec.rank or inherit.rank
     rec.proc = rec.proc or inherit.proc

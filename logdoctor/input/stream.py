@@ -18,6 +18,7 @@ attempt stay; what goes is the oldest of the INFO request/batch lines of a long 
 their input line numbers (evidence quotes the input's lines), and `Stats` counts every line as it is read, so line
 accounting stays exact. Inputs below `STREAM_MIN` take the whole-input path unchanged.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,10 +27,10 @@ from collections import deque
 from logdoctor.core.errors import InputError
 from logdoctor.core.records import SERVICE, SYSTEMD, ReadResult, Record
 
-STREAM_MIN = 8 << 20        # smaller files are read whole (the corpus, fixtures, pasted logs: unchanged path)
+STREAM_MIN = 8 << 20  # smaller files are read whole (the corpus, fixtures, pasted logs: unchanged path)
 CHUNK = 4 << 20
-RING = 20000                # routine serving records kept (the most recent ones)
-HEAD_LINES = 600            # the reader's format detection looks at the first 600 lines
+RING = 20000  # routine serving records kept (the most recent ones)
+HEAD_LINES = 600  # the reader's format detection looks at the first 600 lines
 # routine lines outside a serving stretch (no engine, or before "ready"): the first QUIET_HEAD are kept, then only
 # the most recent QUIET_RING — a 10-million-line log of another program must not hold every line (flat memory)
 QUIET_HEAD = 20000
@@ -43,11 +44,51 @@ EVIDENCE_HEAD = 10000
 EVIDENCE_RING = 10000
 _ROUTINE_LEVELS = frozenset((None, "INFO", "DEBUG", "TRACE", "I", "D", "V"))
 # lower-case words that make a line evidence wherever it is (errors, deaths, the GPU, the process, the unit)
-EVIDENCE = ("error", "exception", "traceback", "fail", "fatal", "warn", "kill", "abort", "oom", "out of memory",
-            "nccl", "nvrm", "xid", "timeout", "timed out", "signal", "segmentation", "core dump", "exit",
-            "shutdown", "shutting down", "terminat", "crash", "panic", "assert", "refused", "denied", "invalid",
-            "cannot", "can't", "unable", "retry", "restart", "stop", "hang", "stuck", "watchdog", "deadlock", "leak",
-            "memory", "file \"", "disconnect", "lost")
+EVIDENCE = (
+    "error",
+    "exception",
+    "traceback",
+    "fail",
+    "fatal",
+    "warn",
+    "kill",
+    "abort",
+    "oom",
+    "out of memory",
+    "nccl",
+    "nvrm",
+    "xid",
+    "timeout",
+    "timed out",
+    "signal",
+    "segmentation",
+    "core dump",
+    "exit",
+    "shutdown",
+    "shutting down",
+    "terminat",
+    "crash",
+    "panic",
+    "assert",
+    "refused",
+    "denied",
+    "invalid",
+    "cannot",
+    "can't",
+    "unable",
+    "retry",
+    "restart",
+    "stop",
+    "hang",
+    "stuck",
+    "watchdog",
+    "deadlock",
+    "leak",
+    "memory",
+    'file "',
+    "disconnect",
+    "lost",
+)
 
 
 _PLAIN, _MARK, _QUIET, _EVIDENCE = 1, 2, 3, 4
@@ -59,16 +100,17 @@ class _Index:
     def __init__(self):
         from logdoctor.engines import ENGINES
         from logdoctor.engines import markers as mk
+
         rows = [m for e in ENGINES.values() for m in (*e.markers, *e.deaths)] + list(mk.COMMON_DEATHS)
         self.by_kw: dict[str, list] = {}
         for m in rows:
-            for k in (m.keyword.split("|") if m.keyword else ()):
+            for k in m.keyword.split("|") if m.keyword else ():
                 self.by_kw.setdefault(k, []).append(m)
         self.always = [m for m in rows if not m.keyword]
         self._rows: dict[frozenset, tuple] = {}
         try:
             import ahocorasick
-        except ImportError:        # optional speed-up: plain substring tests give the same answer
+        except ImportError:  # optional speed-up: plain substring tests give the same answer
             self.marks = self.words = None
             return
         self.marks = ahocorasick.Automaton()
@@ -157,12 +199,12 @@ class Keep:
             self.dropped += 1
         self.ring.append((self.seq, rec))
         if kind == _MARK:
-            self.mark = (self.seq, rec)     # supersedes the stretch's previous one
+            self.mark = (self.seq, rec)  # supersedes the stretch's previous one
 
     def _add_evidence(self, rec: Record) -> None:
         inside = _inside_stanza(rec)
         if self.evidence_head < EVIDENCE_HEAD or (self._in_head_stanza and (inside or self._prev_inside)):
-            self.evidence_head += 1         # the head, finished to the end of the stanza it is in
+            self.evidence_head += 1  # the head, finished to the end of the stanza it is in
             self._in_head_stanza = self.evidence_head >= EVIDENCE_HEAD
             self._prev_inside = inside
             self.kept.append((self.seq, rec))
@@ -204,7 +246,7 @@ class Keep:
         """0: keep; _PLAIN: a routine line; _MARK: a routine serving marker (a request, a later "ready" line)."""
         if rec.transport != SERVICE:
             if rec.transport == SYSTEMD:
-                self._end_stretch()      # a start, stop or exit: whatever follows is a new stretch
+                self._end_stretch()  # a start, stop or exit: whatever follows is a new stretch
             return 0
         msg = rec.msg
         if not msg or msg[0].isspace() or rec.continuation or rec.level not in _ROUTINE_LEVELS:
@@ -217,15 +259,15 @@ class Keep:
                 mark = True
                 ready = ready or m.edge == "ready"
             else:
-                self._end_stretch()      # any other marker or death: a new phase, never routine
+                self._end_stretch()  # any other marker or death: a new phase, never routine
                 return 0
         if ready and not self.serving:
-            self.serving = True          # the first "ready" of a stretch is kept (it is the attempt's ready line)
+            self.serving = True  # the first "ready" of a stretch is kept (it is the attempt's ready line)
             return 0
         if self.index.evidence(msg.lower()):
             return _EVIDENCE
         if not self.serving:
-            return 0 if mark else _QUIET    # outside serving: bounded only past QUIET_HEAD + QUIET_RING lines
+            return 0 if mark else _QUIET  # outside serving: bounded only past QUIET_HEAD + QUIET_RING lines
         return _MARK if mark else _PLAIN
 
     def _evidence_or_structure(self, rec: Record) -> int:
@@ -281,6 +323,7 @@ def wants_stream(path: str, size: int = STREAM_MIN) -> bool:
     except OSError:
         return False
     import stat
+
     if not stat.S_ISREG(st.st_mode) or st.st_size < size:
         return False
     with open(path, "rb") as fh:
@@ -292,29 +335,45 @@ def head_streams(head: bytes) -> bool:
     from logdoctor.input.formats import journal_export
     from logdoctor.input.intake import detect_encoding
     from logdoctor.input.sources.files import JOURNAL_MAGIC, sniff_compression
+
     lone_cr = head.count(b"\r") - head.count(b"\r\n")
     if lone_cr > 0 and lone_cr >= 4 * head.count(b"\n"):
-        return False        # lines ended by lone CRs: the whole-input path's repair makes them lines first
-    return sniff_compression(head[:8]) is None and not head.startswith(JOURNAL_MAGIC) \
-        and not journal_export.looks_like_export(head) and detect_encoding(head) == "utf-8"   # UTF-16: whole path
+        return False  # lines ended by lone CRs: the whole-input path's repair makes them lines first
+    return (
+        sniff_compression(head[:8]) is None
+        and not head.startswith(JOURNAL_MAGIC)
+        and not journal_export.looks_like_export(head)
+        and detect_encoding(head) == "utf-8"
+    )  # UTF-16: whole path
 
 
-def read_file(path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK,
-              ring: int = RING) -> ReadResult:
+def read_file(
+    path: str, *, year: int | None = None, max_line: int | None = None, chunk: int = CHUNK, ring: int = RING
+) -> ReadResult:
     """The file at `path` → records, chunk by chunk (see read_stream)."""
     from logdoctor.input.sources.guard import upto
-    with open(path, "rb") as fh:   # a file still being written: read up to its size at open
+
+    with open(path, "rb") as fh:  # a file still being written: read up to its size at open
         return read_stream(upto(fh), path, year=year, max_line=max_line, chunk=chunk, ring=ring)
 
 
-def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None, max_line: int | None = None,
-                chunk: int = CHUNK, ring: int = RING) -> ReadResult:
+def read_stream(
+    fh,
+    origin: str,
+    *,
+    prefix: bytes = b"",
+    year: int | None = None,
+    max_line: int | None = None,
+    chunk: int = CHUNK,
+    ring: int = RING,
+) -> ReadResult:
     """A binary stream (a file, or stdin after `prefix` was read from it) → records, chunk by chunk; refuses junk
     with the same one-line errors as `read.check_bytes` (checked per chunk, line numbers counted across chunks)."""
     from logdoctor.core.limits import LINE_CAP
     from logdoctor.core.progress import Progress, set_current
     from logdoctor.input import read as rd
     from logdoctor.input.intake import Damage, chunk_notes, repair_chunk
+
     max_line = max_line or LINE_CAP
     dmg = Damage()
     prog = Progress(origin)
@@ -345,7 +404,7 @@ def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None
                 carry = data[cut:]
                 if cut:
                     yield _lines(data[:cut], final=False)
-                if len(carry) > max_line:     # an over-long line across chunks: keep its head, read on to its end
+                if len(carry) > max_line:  # an over-long line across chunks: keep its head, read on to its end
                     size, line_head = len(carry), carry[:max_line]
                     while True:
                         b = read(chunk)
@@ -355,10 +414,10 @@ def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None
                             break
                     state["bytes"] += len(b)
                     yield _lines(line_head, final=False, size=size)
-                    carry = b[nl + 1:] if b and nl >= 0 else b""
+                    carry = b[nl + 1 :] if b and nl >= 0 else b""
 
     def _lines(data: bytes, final: bool, size: int = 0) -> list[str]:
-        if size:   # one over-long line read across chunks: its head, cut and counted as repair() would
+        if size:  # one over-long line read across chunks: its head, cut and counted as repair() would
             dmg.cut_lines += 1
             dmg.cut_bytes += size - max_line
             dmg.longest_line = max(dmg.longest_line, size)
@@ -372,7 +431,7 @@ def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None
         state["bad"] += bad
         lines = text.split("\n")
         if not final or lines[-1] == "":
-            lines.pop()          # the newline that ends the chunk's last line is not an extra empty line
+            lines.pop()  # the newline that ends the chunk's last line is not an extra empty line
         state["lines"] += len(lines)
         return lines
 
@@ -396,13 +455,19 @@ def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None
     set_current(prog)
     res.stats.bad_bytes = state["bad"]
     st = res.stats
-    st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines = dmg.nul_bytes, dmg.cut_lines, dmg.cut_bytes, \
-        dmg.long_lines
+    st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines = (
+        dmg.nul_bytes,
+        dmg.cut_lines,
+        dmg.cut_bytes,
+        dmg.long_lines,
+    )
     res.warnings += chunk_notes(dmg, origin)
     st.ring_dropped, st.evidence_dropped = keep.dropped, keep.evidence_dropped
     if keep.evidence_dropped:
-        res.warnings.append(f"{origin}: {keep.evidence_dropped} evidence lines from the middle not kept (the first "
-                            f"{EVIDENCE_HEAD} and the last {EVIDENCE_RING} are: bounded memory)")
+        res.warnings.append(
+            f"{origin}: {keep.evidence_dropped} evidence lines from the middle not kept (the first "
+            f"{EVIDENCE_HEAD} and the last {EVIDENCE_RING} are: bounded memory)"
+        )
     if state["bad"]:
         res.warnings.append(f"{origin}: {state['bad']} invalid UTF-8 bytes replaced with U+FFFD")
     return res
@@ -411,4 +476,5 @@ def read_stream(fh, origin: str, *, prefix: bytes = b"", year: int | None = None
 def _check_head(head: bytes, origin: str) -> None:
     """The same gate as the whole-input path (intake.sniff): only input that is not text at all is refused."""
     from logdoctor.input.intake import sniff
+
     sniff(head, origin, partial=True)

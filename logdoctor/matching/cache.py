@@ -11,6 +11,7 @@ folder is parsed again. The cache lives in $LOGDOCTOR_CACHE_DIR, else $XDG_CACHE
 ~/.cache/logdoctor; a damaged or unreadable entry is rebuilt, an unwritable cache folder only costs the parse.
 Only the non-strict (explain) path uses it: `rules lint`/`rules test` always parse and validate the files.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,14 +19,14 @@ import os
 from pathlib import Path
 
 FORMAT = 5  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle; 5: user folders schema-checked
-_KEEP = 8   # entries per cache folder (old keys are pruned: a rule author edits often)
+_KEEP = 8  # entries per cache folder (old keys are pruned: a rule author edits often)
 
 
 def _blake2b(data: bytes = b"", digest_size: int = 16):
     """blake2b without importing hashlib (which loads OpenSSL's _hashlib: ~2 ms of start-up)."""
     try:
         from _blake2 import blake2b
-    except ImportError:   # pragma: no cover - an interpreter without the builtin module
+    except ImportError:  # pragma: no cover - an interpreter without the builtin module
         from hashlib import blake2b
     return blake2b(data, digest_size=digest_size)
 
@@ -46,6 +47,7 @@ def content_key(d: Path, files: list[Path]) -> str:
     import hashlib
 
     from logdoctor import __version__
+
     h = hashlib.sha256(f"logdoctor {__version__} rule-cache {FORMAT} {d.resolve()}\n".encode())
     for p in files:
         h.update(p.relative_to(d).as_posix().encode() + b"\0")
@@ -68,9 +70,10 @@ def known_key(d: Path, files: list[Path]) -> str:
     written (no 112 file reads to hash them, issue 11), else hashed and noted. A changed file changes its mtime or
     size, so the note is a shortcut in front of the content hash, never a replacement for it."""
     from logdoctor import __version__
+
     skey = stat_key(d, files)
     note = cache_dir() / f"stat-{skey}.key"
-    try:   # only a note this user wrote (owner and mode checked, as every cache entry; hostile-inputs F4)
+    try:  # only a note this user wrote (owner and mode checked, as every cache entry; hostile-inputs F4)
         got = _read_own(note).decode().split()
         if len(got) == 2 and got[0] == __version__:
             return got[1]
@@ -93,7 +96,7 @@ def load_dir(d: Path, build, classes: dict[str, type], derive, restore) -> list:
     try:
         key = known_key(d, files)
     except OSError:
-        return build(files)     # an unreadable file: let the loader name it
+        return build(files)  # an unreadable file: let the loader name it
     path = cache_dir() / f"rules-{key}.json"
     try:
         entry = _decode(_read_own(path), classes)
@@ -111,6 +114,7 @@ def load_dir(d: Path, build, classes: dict[str, type], derive, restore) -> list:
 
 def _store(path: Path, entry: dict) -> None:
     import json
+
     try:
         text = json.dumps(_encode(entry), separators=(",", ":"))
     except (TypeError, ValueError):
@@ -125,6 +129,7 @@ def write_entry(path: Path, data: bytes, keep: int | None = None) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         from logdoctor.core.atomic import write_bytes
+
         write_bytes(path, data, mode=0o600, private=True)
         if keep:
             kind = path.name.split("-", 1)[0] + "-*" + path.suffix
@@ -144,6 +149,7 @@ def _read_own(path: Path) -> bytes:
     """The bytes of a cache file only if this user wrote it: owned by us and writable by no one else (as ssh treats
     its keys); anything else is treated as absent and rebuilt."""
     import stat
+
     # no link followed, no FIFO waited on: a name planted in a shared cache folder is treated as absent
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with open(fd, "rb") as fh:
@@ -157,7 +163,7 @@ def _encode(obj):
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out = {"__dc__": type(obj).__name__}
         for f in dataclasses.fields(obj):
-            if f.name != "compiled":           # compiled regexes: rebuilt lazily on first use
+            if f.name != "compiled":  # compiled regexes: rebuilt lazily on first use
                 out[f.name] = _encode(getattr(obj, f.name))
         return out
     if isinstance(obj, tuple):
@@ -186,8 +192,9 @@ def _decode(data: bytes, classes: dict[str, type]):
         name = d.get("__dc__")
         if name is None:
             return d
-        cls = classes[name]                    # an unknown name: a damaged or foreign entry, rebuilt
+        cls = classes[name]  # an unknown name: a damaged or foreign entry, rebuilt
         return cls(**{k: v for k, v in d.items() if k != "__dc__"})
+
     return json.loads(data, object_hook=hook)
 
 
@@ -199,6 +206,7 @@ def cached_json(path) -> object:
     doubles/integers (array.frombytes), checked against the shapes the header declares; never marshal or pickle,
     which would build whatever objects a tampered file describes."""
     import json
+
     data = Path(path).read_bytes()
     key = _blake2b(data).hexdigest()
     cpath = cache_dir() / f"json-{key}.bin"
@@ -234,6 +242,7 @@ def _table(v) -> str | None:
 def _pack(value) -> bytes:
     import array
     import json
+
     if not isinstance(value, dict):
         raise TypeError("only a JSON object is packed")
     head: dict = {"plain": {}, "tables": []}
@@ -245,8 +254,9 @@ def _pack(value) -> bytes:
             continue
         flat = [x for r in v for x in r] if kind == "d" else v
         blob = array.array(kind, flat).tobytes()
-        head["tables"].append({"key": k, "kind": kind, "rows": len(v), "width": len(v[0]) if kind == "d" else 0,
-                               "bytes": len(blob)})
+        head["tables"].append(
+            {"key": k, "kind": kind, "rows": len(v), "width": len(v[0]) if kind == "d" else 0, "bytes": len(blob)}
+        )
         blobs.append(blob)
     h = json.dumps(head, separators=(",", ":")).encode()
     return _MAGIC + len(h).to_bytes(8, "little") + h + b"".join(blobs)
@@ -255,21 +265,22 @@ def _pack(value) -> bytes:
 def _unpack(raw: bytes) -> dict:
     import array
     import json
+
     if not raw.startswith(_MAGIC):
         raise ValueError("not a cache copy")
     n = int.from_bytes(raw[8:16], "little")
-    head = json.loads(raw[16:16 + n])
+    head = json.loads(raw[16 : 16 + n])
     out = dict(head["plain"])
     pos = 16 + n
     for t in head["tables"]:
         a = array.array(t["kind"])
-        a.frombytes(raw[pos:pos + t["bytes"]])
+        a.frombytes(raw[pos : pos + t["bytes"]])
         pos += t["bytes"]
         rows, width = t["rows"], t["width"]
         if (t["kind"] == "d" and len(a) != rows * width) or (t["kind"] == "q" and len(a) != rows):
             raise ValueError("a table does not have its declared shape")
         flat = a.tolist()
-        out[t["key"]] = [flat[i * width:(i + 1) * width] for i in range(rows)] if t["kind"] == "d" else flat
+        out[t["key"]] = [flat[i * width : (i + 1) * width] for i in range(rows)] if t["kind"] == "d" else flat
     if pos != len(raw):
         raise ValueError("trailing bytes")
     return out

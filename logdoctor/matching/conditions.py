@@ -1,6 +1,7 @@
 """Evaluate a rule's `match` tree over one attempt. Leaves look at the parsed structure, not at raw text only:
 the inner vs. wrapper exception of a chained traceback, frames, the phase reached, the flags in force, kernel Xid
 codes, systemd's verdict, which ranks failed. A leaf returns evidence lines and named captures, or None."""
+
 from __future__ import annotations
 
 import re
@@ -45,9 +46,9 @@ class Context:
     service: list[Record]
     kernel: list[Record]
     systemd: list[Record]
-    errors: list[tuple[int, str]]      # decisive exception texts "Type: message" (every section) + ERROR lines
-    inner: list[tuple[int, str]]       # root causes: first section of a chain, and X of "... failed: X"
-    wrapper: list[tuple[int, str]]     # the outermost exception of each fatal traceback
+    errors: list[tuple[int, str]]  # decisive exception texts "Type: message" (every section) + ERROR lines
+    inner: list[tuple[int, str]]  # root causes: first section of a chain, and X of "... failed: X"
+    wrapper: list[tuple[int, str]]  # the outermost exception of each fatal traceback
 
     @classmethod
     def build(cls, tl: Timeline, a: Attempt) -> Context:
@@ -60,12 +61,16 @@ class Context:
         # kernel lines about another program's process (its pid, its memory cgroup) are not this service's evidence
         foreign = {e.line for e in a.kernel if e.values.get("foreign")}
         # the kernel's own lines only (records.kernel_sourced): an engine line quoting "NVRM: Xid" is no evidence
-        kernel = [r for r in a.records if (r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg
-                                                                     and kernel_sourced(r)))
-                  and r.line not in foreign]
+        kernel = [
+            r
+            for r in a.records
+            if (r.transport == KERNEL or (r.transport == SERVICE and "NVRM:" in r.msg and kernel_sourced(r)))
+            and r.line not in foreign
+        ]
         systemd = [r for r in a.records if r.transport == SYSTEMD]
-        errors, inner, wrapper = ([x for x in xs if not _quoted_kernel(x[1])] for xs in (dec.errors, dec.inner,
-                                                                                           dec.wrapper))
+        errors, inner, wrapper = (
+            [x for x in xs if not _quoted_kernel(x[1])] for xs in (dec.errors, dec.inner, dec.wrapper)
+        )
         levers = dict(a.config.levers)
         return cls(tl, a, tl.engine, levers, fatal, service, kernel, systemd, errors, inner, wrapper)
 
@@ -136,6 +141,7 @@ def _rx(p, compiled):
             rx = compiled[key] = rxcache.compile(key)
         except re.error as exc:  # only reachable for a rule that skipped lint: say which pattern
             from logdoctor.core.errors import RuleError
+
             raise RuleError(f"bad regex {key!r}: {exc}") from None
     return rx
 
@@ -147,7 +153,7 @@ def _search_lines(pats, lines, compiled, limit=3):
         rx = _rx(p, compiled)
         found = False
         for ln, text in lines:
-            m = rx.search(text, 0, MATCH_CAP)   # the cap bounds a near-miss line's cost (docs/reliability.md)
+            m = rx.search(text, 0, MATCH_CAP)  # the cap bounds a near-miss line's cost (docs/reliability.md)
             if m:
                 hit.evidence.append((ln, text))
                 for k, v in m.groupdict().items():
@@ -185,8 +191,8 @@ class Leaf:
 
     name: str
     func: Callable[..., Hit | None]
-    syntax: str                 # how a rule writes it, for the docs
-    schema: dict                # JSON Schema of its value
+    syntax: str  # how a rule writes it, for the docs
+    schema: dict  # JSON Schema of its value
     regex: bool = False
     evidence: bool = False
 
@@ -200,6 +206,7 @@ LEAVES: dict[str, Leaf] = {}
 
 def leaf(name: str, *, syntax: str, schema: dict, regex: bool = False, evidence: bool = False):
     """Register a leaf condition function under `name` (its docstring is the description the docs show)."""
+
     def register(func):
         if name in LEAVES or name in COMBINATORS or name == "scope":
             raise ValueError(f"leaf {name!r} registered twice or shadows a combinator")
@@ -207,11 +214,11 @@ def leaf(name: str, *, syntax: str, schema: dict, regex: bool = False, evidence:
             raise ValueError(f"leaf {name!r} needs a docstring: what it matches, on which fields, an example")
         LEAVES[name] = Leaf(name, func, syntax, schema, regex, evidence)
         return func
+
     return register
 
 
-@leaf('message', regex=True, evidence=True, syntax='message: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("message", regex=True, evidence=True, syntax="message: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_message(val, ctx, compiled, scope):
     """A service line of the attempt matches RX (`scope: before_fatal|after_fatal` narrows the lines to those at or
     before / at or after the first fatal line). Reads `Record.msg` of service records; captures named groups.
@@ -219,8 +226,7 @@ def leaf_message(val, ctx, compiled, scope):
     return _search_lines(val, [(r.line, r.msg) for r in _scoped(ctx, scope)], compiled)
 
 
-@leaf('error', regex=True, evidence=True, syntax='error: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("error", regex=True, evidence=True, syntax="error: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_error(val, ctx, compiled, scope):
     """A decisive error matches: every exception of a fatal traceback as `Type: message`, and the ERROR/CRITICAL (or
     bare `XError: ...`) service lines outside tracebacks (`Context.errors`).
@@ -228,24 +234,21 @@ def leaf_error(val, ctx, compiled, scope):
     return _search_lines(val, ctx.errors, compiled)
 
 
-@leaf('inner', regex=True, evidence=True, syntax='inner: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("inner", regex=True, evidence=True, syntax="inner: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_inner(val, ctx, compiled, scope):
     """The root cause matches: the first exception of a fatal chain, or X in a "...failed: X" wrapper message
     (`Context.inner`). Example: `inner: "no kernel image is available"`."""
     return _search_lines(val, ctx.inner, compiled)
 
 
-@leaf('wrapper', regex=True, evidence=True, syntax='wrapper: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("wrapper", regex=True, evidence=True, syntax="wrapper: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_wrapper(val, ctx, compiled, scope):
     """The outermost exception of a fatal traceback matches, as `Type: message` (`Context.wrapper`).
     Example: `wrapper: "^Exception: Capture cuda graph failed"`."""
     return _search_lines(val, ctx.wrapper, compiled)
 
 
-@leaf('exception', regex=True, evidence=True, syntax='exception: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("exception", regex=True, evidence=True, syntax="exception: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_exception(val, ctx, compiled, scope):
     """An exception type of a fatal traceback fully matches RX, as written or by its last dotted part
     (`Section.exc_type`). Example: `exception: OutOfMemoryError` holds for `torch.OutOfMemoryError: ...`."""
@@ -260,8 +263,7 @@ def leaf_exception(val, ctx, compiled, scope):
     return None
 
 
-@leaf('frame', regex=True, evidence=True, syntax='frame: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("frame", regex=True, evidence=True, syntax="frame: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_frame(val, ctx, compiled, scope):
     """A frame's function name of a fatal traceback matches RX, innermost frame first (`Frame.func`); the evidence
     is the frame's own line. Example: `frame: "^capture$"`."""
@@ -271,13 +273,14 @@ def leaf_frame(val, ctx, compiled, scope):
             for f in reversed(s.frames):
                 for p in pats:
                     if _rx(p, compiled).search(f.func):
-                        ln = next((r.line for r in b.records if f.file in r.msg and f"line {f.line}" in r.msg), b.first_line)
+                        ln = next(
+                            (r.line for r in b.records if f.file in r.msg and f"line {f.line}" in r.msg), b.first_line
+                        )
                         return Hit([(ln, f"{f.func} ({f.basename}:{f.line}) {f.code}".strip())])
     return None
 
 
-@leaf('file', regex=True, evidence=True, syntax='file: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("file", regex=True, evidence=True, syntax="file: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_file(val, ctx, compiled, scope):
     """A frame's file path of a fatal traceback matches RX (`Frame.file`).
     Example: `file: "cuda_graph_runner\\.py"`."""
@@ -291,8 +294,11 @@ def leaf_file(val, ctx, compiled, scope):
     return None
 
 
-@leaf('phase', syntax='phase: [..]',
-      schema={"oneOf": [{"$ref": "#/$defs/phase"}, {"type": "array", "items": {"$ref": "#/$defs/phase"}}]})
+@leaf(
+    "phase",
+    syntax="phase: [..]",
+    schema={"oneOf": [{"$ref": "#/$defs/phase"}, {"type": "array", "items": {"$ref": "#/$defs/phase"}}]},
+)
 def leaf_phase(val, ctx, compiled, scope):
     """The attempt's failure phase (`Attempt.phase`) is this one or one of these.
     Example: `phase: [graph_capture, warmup]`."""
@@ -305,24 +311,29 @@ def _reached(ctx) -> int:
     return max(idx) if idx else -1
 
 
-@leaf('phase_reached', syntax='phase_reached: P',
-      schema={"$ref": "#/$defs/phase"})
+@leaf("phase_reached", syntax="phase_reached: P", schema={"$ref": "#/$defs/phase"})
 def leaf_phase_reached(val, ctx, compiled, scope):
     """Some phase marker of phase P or later was seen in the attempt (`Event.kind == "marker"`).
     Example: `phase_reached: memory_pool`."""
     return Hit() if _reached(ctx) >= PHASE_INDEX[val] else None
 
 
-@leaf('phase_not_reached', syntax='phase_not_reached: P',
-      schema={"$ref": "#/$defs/phase"})
+@leaf("phase_not_reached", syntax="phase_not_reached: P", schema={"$ref": "#/$defs/phase"})
 def leaf_phase_not_reached(val, ctx, compiled, scope):
     """No phase marker of phase P or later was seen in the attempt.
     Example: `phase_not_reached: weight_load`."""
     return Hit() if _reached(ctx) < PHASE_INDEX[val] else None
 
 
-@leaf('flag', syntax='flag: {lever: L, is/eq/ne/in/gte/lte/gt/lt: V, present: bool}',
-      schema={"type": "object", "properties": {"lever": {"type": "string"}, "field": {"type": "string"}}, "oneOf": [{"required": ["lever"]}, {"required": ["field"]}]})
+@leaf(
+    "flag",
+    syntax="flag: {lever: L, is/eq/ne/in/gte/lte/gt/lt: V, present: bool}",
+    schema={
+        "type": "object",
+        "properties": {"lever": {"type": "string"}, "field": {"type": "string"}},
+        "oneOf": [{"required": ["lever"]}, {"required": ["field"]}],
+    },
+)
 def leaf_flag(val, ctx, compiled, scope):
     """The effective config of the attempt compares as asked: a lever (`Config.levers`) or, with `field:`, a raw
     config field (`Config.raw`); `present` tests only whether it is known; captures the value under the lever's name.
@@ -335,7 +346,7 @@ def leaf_flag(val, ctx, compiled, scope):
     if cur is None:
         return None
     for op, ref in val.items():
-        holds = _FLAG_TESTS.get(op)   # lever/field/evidence and unknown keys test nothing
+        holds = _FLAG_TESTS.get(op)  # lever/field/evidence and unknown keys test nothing
         if holds is None:
             continue
         try:
@@ -370,36 +381,46 @@ _FLAG_TESTS: dict[str, Callable[[object, object], bool]] = {
 }
 
 
-@leaf('xid', evidence=True, syntax='xid: [48, 79] | hardware | app',
-      schema={"oneOf": [{"enum": ["hardware", "app"]}, {"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]})
+@leaf(
+    "xid",
+    evidence=True,
+    syntax="xid: [48, 79] | hardware | app",
+    schema={
+        "oneOf": [{"enum": ["hardware", "app"]}, {"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]
+    },
+)
 def leaf_xid(val, ctx, compiled, scope):
     """A kernel `NVRM: Xid` of these codes, or of this class (vocab.XID_CLASSES), in this attempt or an earlier one
     (a GPU that died before is still dead), never a later one; captures `xid` and `pci`. Example: `xid: hardware`."""
     # this attempt's kernel lines and earlier ones (a GPU that died before is still dead), never later ones
-    codes = ctx.attempt.kernel + [e for a in ctx.timeline.attempts for e in a.kernel
-                                  if a is not ctx.attempt and e.line <= ctx.attempt.end_line]
+    codes = ctx.attempt.kernel + [
+        e for a in ctx.timeline.attempts for e in a.kernel if a is not ctx.attempt and e.line <= ctx.attempt.end_line
+    ]
     if isinstance(val, str):
         want = XID_HARDWARE if val == "hardware" else XID_APP if val == "app" else set()
     else:
         want = set(val if isinstance(val, list) else [val])
     for e in codes:
         if e.values.get("foreign") and e.values.get("xid") in XID_APP:
-            continue   # an application fault of another program's pid is that program's bug
+            continue  # an application fault of another program's pid is that program's bug
         if e.name == "xid" and e.values.get("xid") in want:
             return Hit([(e.line, e.text)], captures={"xid": e.values["xid"], "pci": e.values.get("pci")})
     return None
 
 
-@leaf('kernel', regex=True, evidence=True, syntax='kernel: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("kernel", regex=True, evidence=True, syntax="kernel: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_kernel(val, ctx, compiled, scope):
     """A kernel line of the attempt (kernel transport, or a raw line of dmesg shape holding `NVRM:`) matches RX.
     Example: `kernel: "GPU has fallen off the bus"`."""
     return _search_lines(val, [(r.line, r.msg) for r in ctx.kernel], compiled)
 
 
-@leaf('systemd', evidence=True, syntax='systemd: {result: timeout, code: killed, status: 9, timeout: true, oom: true}',
-      schema={"type": "object"})
+@leaf(
+    "systemd",
+    evidence=True,
+    syntax="systemd: {result: timeout, code: killed, status: 9, timeout: true, oom: true}",
+    schema={"type": "object"},
+)
 def leaf_systemd(val, ctx, compiled, scope):
     """systemd's verdict on the unit (`Attempt.systemd`) has these values; `timeout: true` also holds for result
     `timeout`; `oom`: "killed by the OOM killer" or result `oom-kill`. Example: `systemd: {code: killed, status: 9}`."""
@@ -412,12 +433,18 @@ def leaf_systemd(val, ctx, compiled, scope):
             continue
         if have is None or str(have) != str(want):
             return None
-    ev = [(e.line, e.text) for e in ctx.attempt.events if e.kind == "systemd" and e.name in ("exit", "result", "timeout")]
+    ev = [
+        (e.line, e.text) for e in ctx.attempt.events if e.kind == "systemd" and e.name in ("exit", "result", "timeout")
+    ]
     return Hit(ev[:2])
 
 
-@leaf('exit_code', evidence=True, syntax='exit_code: -9',
-      schema={"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]})
+@leaf(
+    "exit_code",
+    evidence=True,
+    syntax="exit_code: -9",
+    schema={"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+)
 def leaf_exit_code(val, ctx, compiled, scope):
     """A death line states one of these exit codes ("scheduler died ... exit code: -9"), or, when no death line names
     a code, systemd saw the main process killed by that signal (`status=9/KILL` is -9); captures `exit_code`.
@@ -444,14 +471,17 @@ def leaf_exit_code(val, ctx, compiled, scope):
 _FRONT_END = rxcache.compile("^(?:" + "|".join(("main", *each("front_end_processes"), r"Engine\w*")) + ")$")
 
 
-@leaf('ranks_failed', syntax='ranks_failed: {alone: true} / {min: 2}',
-      schema={"type": "object", "properties": {"alone": {"type": "boolean"}, "min": {"type": "integer"}}})
+@leaf(
+    "ranks_failed",
+    syntax="ranks_failed: {alone: true} / {min: 2}",
+    schema={"type": "object", "properties": {"alone": {"type": "boolean"}, "min": {"type": "integer"}}},
+)
 def leaf_ranks_failed(val, ctx, compiled, scope):
     """Over the worker ranks (front-end processes that only echo a worker's error left out): `alone` -- exactly one
     died while the others were fine (captures `failed_rank`); `min` -- at least N died. Example: `ranks_failed: {alone: true}`."""
     ranks = ctx.attempt.ranks
     real = [r for r in ranks.values() if not _FRONT_END.match(r.rank)]
-    if len(real) < 2:   # a single worker (vLLM TP=1 runs the model in EngineCore): count every process
+    if len(real) < 2:  # a single worker (vLLM TP=1 runs the model in EngineCore): count every process
         real = [r for r in ranks.values() if r.rank != "main"]
     died = [r for r in real if r.died]
     if val.get("alone"):
@@ -468,8 +498,19 @@ def leaf_ranks_failed(val, ctx, compiled, scope):
     return Hit()
 
 
-@leaf('attempts', syntax='attempts: {min, failed_min, configs_differ, phases_differ}',
-      schema={"type": "object", "properties": {"min": {"type": "integer"}, "failed_min": {"type": "integer"}, "configs_differ": {"type": "boolean"}, "phases_differ": {"type": "boolean"}}})
+@leaf(
+    "attempts",
+    syntax="attempts: {min, failed_min, configs_differ, phases_differ}",
+    schema={
+        "type": "object",
+        "properties": {
+            "min": {"type": "integer"},
+            "failed_min": {"type": "integer"},
+            "configs_differ": {"type": "boolean"},
+            "phases_differ": {"type": "boolean"},
+        },
+    },
+)
 def leaf_attempts(val, ctx, compiled, scope):
     """Over the attempts in the window: at least `min` attempts / `failed_min` failed ones, failed attempts with at
     least two different known configs, or failing in at least two phases. Example: `attempts: {failed_min: 2, configs_differ: true}`."""
@@ -481,6 +522,7 @@ def leaf_attempts(val, ctx, compiled, scope):
         return None
     if val.get("configs_differ"):
         from logdoctor.timeline.config import comparable_levers
+
         seen = comparable_levers([a.config for a in failed if a.config.known]) or []
         cfgs = {tuple(sorted((k, str(v)) for k, v in lv.items())) for lv in seen}
         if len(cfgs) < 2:
@@ -491,8 +533,7 @@ def leaf_attempts(val, ctx, compiled, scope):
     return Hit()
 
 
-@leaf('death', regex=True, syntax='death: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("death", regex=True, syntax="death: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_death(val, ctx, compiled, scope):
     """An engine death event of the attempt matches RX as "name text" (names: `sigquit`, `scheduler_died`,
     `worker_died`, `engine_failed`, ...); the evidence is the death line. Example: `death: "^scheduler_died"`."""
@@ -506,7 +547,7 @@ def leaf_death(val, ctx, compiled, scope):
     return None
 
 
-@leaf('cut', syntax='cut: true', schema={"type": "boolean"})
+@leaf("cut", syntax="cut: true", schema={"type": "boolean"})
 def leaf_cut(val, ctx, compiled, scope):
     """The window (or a paste) ends inside the decisive traceback, before its exception line
     (`decisive.Decisive.cut`): the frames place the failure, its exception is not visible. Use a low confidence.
@@ -515,23 +556,24 @@ def leaf_cut(val, ctx, compiled, scope):
     return Hit() if cut == bool(val) else None
 
 
-@leaf('engine', syntax=f'engine: {ENGINE_NAMES[0]}',
-      schema={"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
+@leaf(
+    "engine",
+    syntax=f"engine: {ENGINE_NAMES[0]}",
+    schema={"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+)
 def leaf_engine(val, ctx, compiled, scope):
     """The detected engine is this one or one of these. Example: `engine: [vllm]`."""
     vals = val if isinstance(val, list) else [val]
     return Hit() if ctx.engine in vals else None
 
 
-@leaf('level', syntax='level: ERROR',
-      schema={"type": "string"})
+@leaf("level", syntax="level: ERROR", schema={"type": "string"})
 def leaf_level(val, ctx, compiled, scope):
     """Some service line of the attempt has this engine log level (`Record.level`). Example: `level: CRITICAL`."""
     return Hit() if any(r.level == val for r in ctx.service) else None
 
 
-@leaf('hint', regex=True, evidence=True, syntax='hint: RX',
-      schema={"$ref": "#/$defs/regexes"})
+@leaf("hint", regex=True, evidence=True, syntax="hint: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_hint(val, ctx, compiled, scope):
     """A line of the engine's own "Possible solutions:" block of a fatal traceback matches (`Section.hints`).
     Example: `hint: "--mem-fraction-static"`."""
@@ -539,8 +581,7 @@ def leaf_hint(val, ctx, compiled, scope):
     return _search_lines(val, lines, compiled)
 
 
-@leaf('env', syntax='env: {NAME: RX}',
-      schema={"type": "object"})
+@leaf("env", syntax="env: {NAME: RX}", schema={"type": "object"})
 def leaf_env(val, ctx, compiled, scope):
     """Each named environment variable shown in the log (`Config.env`) is set and, unless the value is `true`/null,
     matches RX. Example: `env: {NCCL_P2P_DISABLE: "1"}`."""
@@ -548,17 +589,34 @@ def leaf_env(val, ctx, compiled, scope):
     for k, want in val.items():
         if k not in env:
             return None
-        if want not in (True, None) and not _rx(str(want), compiled).search(env[k]):   # a user rule's: RE2/linted
+        if want not in (True, None) and not _rx(str(want), compiled).search(env[k]):  # a user rule's: RE2/linted
             return None
     return Hit()
 
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
-    "lt": lambda a, b: a < b, "lte": lambda a, b: a <= b, "gt": lambda a, b: a > b, "gte": lambda a, b: a >= b}
+    "lt": lambda a, b: a < b,
+    "lte": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "gte": lambda a, b: a >= b,
+}
 
 
-@leaf('reading', syntax='reading: {name: static_left, lt: 0.05}',
-      schema={"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "lt": {"type": "number"}, "lte": {"type": "number"}, "gt": {"type": "number"}, "gte": {"type": "number"}}})
+@leaf(
+    "reading",
+    syntax="reading: {name: static_left, lt: 0.05}",
+    schema={
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string"},
+            "lt": {"type": "number"},
+            "lte": {"type": "number"},
+            "gt": {"type": "number"},
+            "gte": {"type": "number"},
+        },
+    },
+)
 def leaf_reading(val, ctx, compiled, scope):
     """A timeline reading (`Attempt.readings`) compares with a number; an absent reading never holds
     (`weights_share`: weights / GPU memory before loading; `static_left`: mem fraction - weights_share, what the
@@ -569,11 +627,10 @@ def leaf_reading(val, ctx, compiled, scope):
     for op, ref in val.items():
         if op == "name":
             continue
-        cmp = _COMPARE.get(op)   # an unknown op, or a value that is not a number, never holds
+        cmp = _COMPARE.get(op)  # an unknown op, or a value that is not a number, never holds
         if cmp is None or isinstance(ref, bool) or not isinstance(ref, (int, float)) or not cmp(cur, ref):
             return None
     return Hit(captures={val["name"]: cur})
-
 
 
 def _code_mentions(ctx: Context) -> list[tuple[int, str, object]]:
@@ -595,31 +652,51 @@ def _code_mentions(ctx: Context) -> list[tuple[int, str, object]]:
     return got
 
 
-@leaf('cuda_error', evidence=True, syntax='cuda_error: {cause: C, family: F, scope: S, code: [N], api: cuda|nccl, errors_only: true}',
-      schema={"type": "object", "properties": {
-          "cause": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-          "family": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-          "scope": {"type": "string"}, "api": {"enum": ["cuda", "nccl"]}, "errors_only": {"type": "boolean"},
-          "code": {"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]}},
-          "additionalProperties": False})
+@leaf(
+    "cuda_error",
+    evidence=True,
+    syntax="cuda_error: {cause: C, family: F, scope: S, code: [N], api: cuda|nccl, errors_only: true}",
+    schema={
+        "type": "object",
+        "properties": {
+            "cause": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+            "family": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+            "scope": {"type": "string"},
+            "api": {"enum": ["cuda", "nccl"]},
+            "errors_only": {"type": "boolean"},
+            "code": {"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+        },
+        "additionalProperties": False,
+    },
+)
 def leaf_cuda_error(val, ctx, compiled, scope):
     """A line of the attempt names a CUDA runtime/driver error or an NCCL result (`CUDA error: <message>`,
     `Error 802: ...`, `cudaErrorX`, `NCCL error ...: <result>`) whose catalogue entry (logdoctor/data/catalogues)
     has these values; decisive errors are read first (`errors_only: true`: only they); captures `code`, `code_name`,
     `code_message`, `code_next`.
     Example: `cuda_error: {family: host_not_ready}`."""
+
     def wants(key, have):
         if key not in val:
             return True
         want = val[key] if isinstance(val[key], list) else [val[key]]
         return have in want
+
     decisive_lines = {ln for ln, _ in ctx.errors} if val.get("errors_only") else None
     for ln, text, m in _code_mentions(ctx):
         if decisive_lines is not None and ln not in decisive_lines:
             continue
         e = m.entry
-        if wants("api", m.kind) and wants("cause", e.cause) and wants("family", e.family) \
-                and wants("scope", e.scope) and wants("code", e.code) and e.fatal:
-            return Hit([(ln, text)], captures={"code": e.code, "code_name": e.name,
-                                               "code_message": e.message or "", "code_next": e.next})
+        if (
+            wants("api", m.kind)
+            and wants("cause", e.cause)
+            and wants("family", e.family)
+            and wants("scope", e.scope)
+            and wants("code", e.code)
+            and e.fatal
+        ):
+            return Hit(
+                [(ln, text)],
+                captures={"code": e.code, "code_name": e.name, "code_message": e.message or "", "code_next": e.next},
+            )
     return None

@@ -4,6 +4,7 @@ Loading is on the `explain` hot path, so it does a cheap structural check here (
 keys, regexes compile, levers exist) and leaves full JSON-Schema validation to `rules lint`/`rules test`. Every
 error names the file and, where the YAML knows it, the line.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,8 +39,10 @@ def bundled_rules_dir() -> Path:
 def check_bundled(d: Path) -> None:
     """A missing or empty bundled rule base is a broken installation, never a silent classifier-only verdict."""
     if not d.is_dir() or not any(d.rglob("*.yaml")):
-        raise InstallError(f"no bundled rule base at {d} — this installation is broken; reinstall logdoctor "
-                           "(a wheel built from the repository carries rules/ as package data)")
+        raise InstallError(
+            f"no bundled rule base at {d} — this installation is broken; reinstall logdoctor "
+            "(a wheel built from the repository carries rules/ as package data)"
+        )
 
 
 @dataclass
@@ -52,7 +55,7 @@ class Fix:
     min: float | None = None
     max: float | None = None
     why: str = ""
-    when: dict | None = None        # optional condition on captures/config, e.g. {lever_set: mamba_ratio}
+    when: dict | None = None  # optional condition on captures/config, e.g. {lever_set: mamba_ratio}
 
 
 @dataclass
@@ -64,19 +67,19 @@ class Rule:
     title: str
     engines: tuple[str, ...]
     match: dict
-    tier: str = "generic"           # precedence tier (vocab.TIERS); "fallback" yields to any other tier (rank.py)
+    tier: str = "generic"  # precedence tier (vocab.TIERS); "fallback" yields to any other tier (rank.py)
     confidence: float = 0.8
     phases: tuple[str, ...] = ()
     explain: str = ""
     fixes: list[Fix] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
-    no_flag_change: bool = False    # hardware-style rules: say "do not change flags"
-    notes: str = ""                 # the why of the rule's mechanism and precedence (shown in the catalogue)
-    evidence_lines: dict[str, int] = field(default_factory=dict)   # example case -> the line the evidence must show
+    no_flag_change: bool = False  # hardware-style rules: say "do not change flags"
+    notes: str = ""  # the why of the rule's mechanism and precedence (shown in the catalogue)
+    evidence_lines: dict[str, int] = field(default_factory=dict)  # example case -> the line the evidence must show
     path: str = ""
     compiled: dict = field(default_factory=dict, repr=False)
-    warnings: tuple[str, ...] = ()     # old-shape keys the file used, a missing tier (`rules lint` prints them)
+    warnings: tuple[str, ...] = ()  # old-shape keys the file used, a missing tier (`rules lint` prints them)
 
     @property
     def fallback(self) -> bool:
@@ -100,8 +103,9 @@ def _regex_leaf_values(cond, out: set[str]) -> None:
     elif isinstance(cond, dict):
         for k, v in cond.items():
             if k in REGEX_LEAVES:
-                out.update(str(p.get("regex", "") if isinstance(p, dict) else p)
-                           for p in (v if isinstance(v, list) else [v]))
+                out.update(
+                    str(p.get("regex", "") if isinstance(p, dict) else p) for p in (v if isinstance(v, list) else [v])
+                )
             elif isinstance(v, (list, dict)):
                 _regex_leaf_values(v, out)
 
@@ -127,11 +131,13 @@ def load_rules(extra_dirs=(), *, strict: bool = False) -> list[Rule]:
         seen: dict[str, str] = {}
         if strict:
             from logdoctor.matching.cache import rule_files
+
             loaded = [load_rule_file(p, strict=True) for p in rule_files(d)]
         else:
             # a user folder is checked as `rules lint` checks it (schema: each leaf's value has the leaf's shape)
             # before it is cached; its regexes compile in guard_regexes (RE2 first) on every run, not here
             from logdoctor.matching.cache import load_dir
+
             loaded = load_dir(d, partial(_parse_all, strict=d != bundled), _cached_classes(), _index, _seed)
         for rule in loaded:
             path = rule.path
@@ -150,14 +156,18 @@ def _parse_all(files: list[Path], *, strict: bool) -> list[Rule]:
 
 def _cached_classes() -> dict[str, type]:
     """The dataclasses a rule cache entry may name (matching/cache.py decodes no other class): this module's."""
-    return {c.__name__: c for c in globals().values()
-            if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__}
+    return {
+        c.__name__: c
+        for c in globals().values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__
+    }
 
 
 def _index(rules: list[Rule]) -> dict:
     """What the rule cache keeps beside the rules: each regex's required literal words (the prefilter's index), so
     a run never parses a pattern to learn them."""
     from logdoctor.matching import prefilter
+
     reqs = {p: prefilter.requirement(p) for p in prefilter.patterns(rules)}
     return {"requirements": reqs, "words": {p: prefilter.pattern_words(p) for p in reqs}}
 
@@ -168,6 +178,7 @@ def _seed(entry: dict) -> bool:
     if not isinstance(reqs, dict):
         return False
     from logdoctor.matching import prefilter
+
     prefilter.seed(reqs, entry.get("words"))
     return True
 
@@ -194,6 +205,7 @@ def guard_regexes(rule: Rule) -> None:
     """Compile a user rule's regexes for the explain path: RE2 where it takes them, else Python's `re` after the
     backtracking lint (matching/regexsafe.py). A pattern that may not run is a RuleError naming the file."""
     from logdoctor.matching.regexsafe import compile_user
+
     for key, pat in rule_patterns(rule.match):
         if pat in rule.compiled:
             continue
@@ -226,15 +238,17 @@ def _load_file(path: Path | str, strict: bool, problems: list[str] | None, compi
     path = Path(path)
     try:
         size = path.stat().st_size
-        if size > RULE_FILE_CAP:   # rule folders come from other teams: data of bounded size, never code
-            raise RuleError(f"{path}: rule file is {size} bytes (limit {human(RULE_FILE_CAP)}); a rule is a few KiB"
-                            " of YAML")
+        if size > RULE_FILE_CAP:  # rule folders come from other teams: data of bounded size, never code
+            raise RuleError(
+                f"{path}: rule file is {size} bytes (limit {human(RULE_FILE_CAP)}); a rule is a few KiB of YAML"
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise RuleError(f"{path}: cannot read rule file ({exc})") from None
         from logdoctor.matching import yamlsafe  # YAML is imported here: explain loads rules from the cache
-        data = yamlsafe.load(text, path)      # no anchors or aliases, bounded nodes and depth (billion laughs)
+
+        data = yamlsafe.load(text, path)  # no anchors or aliases, bounded nodes and depth (billion laughs)
         if not isinstance(data, dict):
             raise RuleError(f"{path}:1: a rule file must be a mapping with id, cause, match, ...")
     except RuleError as exc:
@@ -244,12 +258,13 @@ def _load_file(path: Path | str, strict: bool, problems: list[str] | None, compi
         return None
     if strict:
         from logdoctor.matching.schema import schema_problems
+
         found = schema_problems(data, path, text)
         if found and problems is None:
             raise RuleError(found[0])
         if problems is not None:
             problems += found
-            if found:   # the shapes are wrong: the other checks are still run, as far as the shapes allow
+            if found:  # the shapes are wrong: the other checks are still run, as far as the shapes allow
                 try:
                     return _build(data, path, text, compile_regexes=compile_regexes, problems=problems)
                 except (TypeError, AttributeError, ValueError, KeyError):
@@ -265,7 +280,7 @@ def _line_of(text: str, key: str, value: object = None) -> str:
     pats += [rf"^\s*-?\s*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"]
     for pat in pats:
         m = re.search(pat, text, re.M)
-        if m:   # +1: a match may start at the newline before the key, which belongs to the previous line
+        if m:  # +1: a match may start at the newline before the key, which belongs to the previous line
             return f":{text.count(chr(10), 0, m.start() + 1) + 1}"
     return ""
 
@@ -278,8 +293,9 @@ def build_rule(data: dict, path: Path, text: str = "", *, compile_regexes: bool 
     return rule
 
 
-def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = True,
-           problems: list[str] | None = None) -> Rule | None:
+def _build(
+    data: dict, path: Path, text: str = "", *, compile_regexes: bool = True, problems: list[str] | None = None
+) -> Rule | None:
     """build_rule; with `problems`, each problem is appended (file:line) and checking goes on (None when required
     keys are missing)."""
     found: list[str] = []
@@ -313,20 +329,34 @@ def _build(data: dict, path: Path, text: str = "", *, compile_regexes: bool = Tr
     examples, pinned = _examples(data, fail)
     conf = _confidence(data, fail)
     tier, warnings = _tier(data, fail)
-    if found and problems is not None:   # collecting (rules lint): the rule is still returned, its id checked too
+    if found and problems is not None:  # collecting (rules lint): the rule is still returned, its id checked too
         problems += found
-    return Rule(id=str(data["id"]), cause=data["cause"], title=str(data["title"]), engines=tuple(engines),
-                match=data["match"], tier=tier, confidence=conf,
-                phases=tuple(phases), explain=str(data.get("explain", "")),
-                fixes=fixes, actions=[str(a) for a in data.get("actions", []) or []],
-                examples=examples, no_flag_change=bool(data.get("no_flag_change", False)),
-                notes=" ".join(str(data.get("notes", "")).split()),
-                evidence_lines=pinned, path=str(path), compiled=compiled, warnings=warnings)
+    return Rule(
+        id=str(data["id"]),
+        cause=data["cause"],
+        title=str(data["title"]),
+        engines=tuple(engines),
+        match=data["match"],
+        tier=tier,
+        confidence=conf,
+        phases=tuple(phases),
+        explain=str(data.get("explain", "")),
+        fixes=fixes,
+        actions=[str(a) for a in data.get("actions", []) or []],
+        examples=examples,
+        no_flag_change=bool(data.get("no_flag_change", False)),
+        notes=" ".join(str(data.get("notes", "")).split()),
+        evidence_lines=pinned,
+        path=str(path),
+        compiled=compiled,
+        warnings=warnings,
+    )
 
 
 def _fixes(data: dict, fail) -> list[Fix]:
     """The rule's fixes; a fix without a lever is left out, an unknown lever or op is a problem."""
     from logdoctor.engines import levers as lv
+
     fixes = []
     for f in data.get("fixes", []) or []:
         if not isinstance(f, dict) or "lever" not in f:
@@ -337,16 +367,29 @@ def _fixes(data: dict, fail) -> list[Fix]:
         op = f.get("op", "set")
         if op not in OPS:
             fail("op", f"unknown fix op {op!r} (one of {', '.join(OPS)})", op)
-        fixes.append(Fix(lever=f["lever"], op=op, value=f.get("value"), min=f.get("min"), max=f.get("max"),
-                         why=str(f.get("why", "")), when=f.get("when")))
+        fixes.append(
+            Fix(
+                lever=f["lever"],
+                op=op,
+                value=f.get("value"),
+                min=f.get("min"),
+                max=f.get("max"),
+                why=str(f.get("why", "")),
+                when=f.get("when"),
+            )
+        )
     return fixes
 
 
 def _check_templates(data: dict, fixes: list[Fix], fail) -> None:
     """The texts shown with {name} placeholders (explain, each fix's why, actions) are templates that fill safely."""
     from logdoctor.matching import template
-    for key, texts in (("explain", [data.get("explain")]), ("why", [f.why for f in fixes]),
-                       ("actions", data.get("actions") or [])):
+
+    for key, texts in (
+        ("explain", [data.get("explain")]),
+        ("why", [f.why for f in fixes]),
+        ("actions", data.get("actions") or []),
+    ):
         for t in texts if isinstance(texts, list) else [texts]:
             why = template.check(str(t)) if t is not None else None
             if why:
@@ -358,7 +401,7 @@ def _examples(data: dict, fail) -> tuple[list[str], dict[str, int]]:
     examples: list[str] = []
     pinned: dict[str, int] = {}
     for e in data.get("examples", []) or []:
-        if isinstance(e, dict):   # {case: ID, line: N}: the winner's evidence must include input line N
+        if isinstance(e, dict):  # {case: ID, line: N}: the winner's evidence must include input line N
             if "case" not in e:
                 fail("examples", "an example mapping needs a case (and may pin a line)")
                 continue
@@ -401,6 +444,7 @@ def _tier(data: dict, fail) -> tuple[str, tuple[str, ...]]:
             fail("priority", f"priority must be an integer, got {data['priority']!r} (better: a tier)")
             return "generic", ()
         from logdoctor.matching.decide import tier_for_priority
+
         tier = tier_for_priority(prio)
         return tier, (f"priority: {prio} is deprecated: it loads as tier: {tier} (docs/rules.md, Precedence)",)
     return "generic", ("no tier: it defaults to generic (docs/rules.md, Precedence: choose one)",)
@@ -435,6 +479,7 @@ def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> Non
 def _check_regex(key: str, p: str, compiled: dict, fail) -> None:
     """lint/test: the pattern must pass regexsafe.problem (length, nesting, compiles, no backtracking risk)."""
     from logdoctor.matching.regexsafe import problem
+
     why = problem(p)
     if why:
         fail(key, f"bad regex {p[:120]!r}: {why}", p)

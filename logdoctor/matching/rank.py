@@ -5,6 +5,7 @@ the first fatal line beat shutdown debris after it) − a penalty when the rule 
 in; equal scores go to the rule whose evidence starts earlier. The numbers, and the confidence that follows from the
 ranking, live in matching/decide.py; the tiers in vocab.TIERS.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ class Candidate:
     rule: Rule
     hit: Hit
     score: float
-    confidence: float | None = None   # set by the classifier combination (classify/runtime.py); None: from the rule
+    confidence: float | None = None  # set by the classifier combination (classify/runtime.py); None: from the rule
 
     @property
     def cause(self) -> str:
@@ -45,7 +46,7 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
         out.append(Candidate(rule, hit, score(rule.tier, hit.leaves, off_phase, early)))
     out.sort(key=lambda c: (-c.score, _first_line(c), c.rule.id))
     if any(c.rule.fallback for c in out) and not all(c.rule.fallback for c in out):
-        out = [c for c in out if not c.rule.fallback]   # a catch-all yields to any other rule that fired
+        out = [c for c in out if not c.rule.fallback]  # a catch-all yields to any other rule that fired
     return out
 
 
@@ -54,4 +55,4 @@ def _first_line(c: Candidate) -> int:
     return min((ln for ln, _ in c.hit.evidence if ln), default=1 << 30)
 
 
-__all__ = ["Candidate", "candidates", "confidence"]   # confidence: matching/decide.py
+__all__ = ["Candidate", "candidates", "confidence"]  # confidence: matching/decide.py

@@ -1,5 +1,6 @@
 """Full JSON-Schema validation of rule files (for `rules lint` / `rules test`; jsonschema is too slow to import
 on the explain path), and a static check for regexes prone to catastrophic backtracking."""
+
 from __future__ import annotations
 
 import json
@@ -27,23 +28,28 @@ def validate_rule_data(data: dict, path, text: str = "") -> None:
 def schema_problems(data: dict, path, text: str = "") -> list[str]:
     """Every JSON-Schema problem of a rule file, each as `file:line: schema: where: message` (rules lint)."""
     import jsonschema
+
     v = jsonschema.Draft202012Validator(load_schema("rule.schema.json"))
     out = []
     for e in sorted(v.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
         key = next((str(p) for p in reversed(list(e.path)) if isinstance(p, str)), "id")
         msg = " ".join(e.message.split())
-        extra = re.findall(r"'([^']+)'", msg.split("(", 1)[1]) if e.validator == "additionalProperties" and "(" in msg else []
-        if extra:   # point at the unexpected key itself, and say what it is: a misspelt condition is the usual case
+        extra = (
+            re.findall(r"'([^']+)'", msg.split("(", 1)[1])
+            if e.validator == "additionalProperties" and "(" in msg
+            else []
+        )
+        if extra:  # point at the unexpected key itself, and say what it is: a misspelt condition is the usual case
             key = extra[0]
             in_match = any(str(p) in ("match", "any", "all", "none", "not") for p in e.path)
-            if in_match:   # the loader's own words for it, so lint and explain say it the same way
+            if in_match:  # the loader's own words for it, so lint and explain say it the same way
                 from logdoctor.matching.conditions import COMBINATORS, LEAVES  # the leaf registry, as the loader
 
                 msg = f"unknown condition {key!r} (known: {', '.join((*LEAVES, *COMBINATORS))})"
             else:
                 msg = f"unknown field {key!r} ({msg})"
         m = None
-        for pat in (rf"^[ \t]*-?[ \t]*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"):   # block, flow
+        for pat in (rf"^[ \t]*-?[ \t]*{re.escape(key)}\s*:", rf"[{{,]\s*{re.escape(key)}\s*:"):  # block, flow
             m = m or (re.search(pat, text, re.M) if text else None)
         where = f":{text.count(chr(10), 0, m.start()) + 1}" if m else ""
         loc = "/".join(str(p) for p in e.path) or "(top)"
@@ -133,8 +139,14 @@ def _charset(item, sre_parse) -> set[str] | None:
             elif sname == "RANGE":
                 out |= {c for c in chars if sav[0] <= ord(c) <= sav[1]}
             elif sname == "CATEGORY":
-                rx = {"CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s",
-                      "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}.get(str(sav))
+                rx = {
+                    "CATEGORY_DIGIT": r"\d",
+                    "CATEGORY_NOT_DIGIT": r"\D",
+                    "CATEGORY_SPACE": r"\s",
+                    "CATEGORY_NOT_SPACE": r"\S",
+                    "CATEGORY_WORD": r"\w",
+                    "CATEGORY_NOT_WORD": r"\W",
+                }.get(str(sav))
                 if rx is None:
                     return None
                 out |= {c for c in chars if re.match(rx, c)}
@@ -246,7 +258,7 @@ def _repeat_overlaps(sub, sre_parse) -> bool:
         return False
     firsts = [_charset(w[0], sre_parse) for w in ways]
     first = None if any(f is None for f in firsts) else set().union(*firsts)  # type: ignore[arg-type]
-    return any(_ways_overlap(p, q, first, sre_parse) for i, p in enumerate(ways) for q in ways[i + 1:])
+    return any(_ways_overlap(p, q, first, sre_parse) for i, p in enumerate(ways) for q in ways[i + 1 :])
 
 
 def _ways_overlap(p, q, first: set[str] | None, sre_parse) -> bool:

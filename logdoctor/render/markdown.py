@@ -1,4 +1,5 @@
 """Markdown for pasting into an incident ticket."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,10 @@ def render(d: Diagnosis) -> str:
     if not d.failed:
         lines.append(f"### ✅ {d.engine}: no failure\n\n{d.explanation}\n")
         return visible("\n".join(lines))
-    lines.append(f"### ❌ {d.engine} failed {PHASE_WORDS.get(d.phase, d.phase)}: `{d.cause}`"
-                 + (f" (confidence {d.confidence:.2f})" if d.cause != "unknown" else ""))
+    lines.append(
+        f"### ❌ {d.engine} failed {PHASE_WORDS.get(d.phase, d.phase)}: `{d.cause}`"
+        + (f" (confidence {d.confidence:.2f})" if d.cause != "unknown" else "")
+    )
     lines.append("")
     version = d.engine_version or (f"({d.engine_version_hint})" if d.engine_version_hint else "")
     meta = [f"**engine** {d.engine} {version}".rstrip(), f"**phase** `{d.phase}`"]

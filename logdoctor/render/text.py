@@ -3,6 +3,7 @@
 Fitted to the terminal (issue 23): the width is `$COLUMNS`, else the terminal's, else 100 when piped; prose wraps on
 words (a flag is never split at its hyphens), evidence lines are cut visibly with "…", and every fix and action the
 JSON carries is printed — the text is the JSON for a person, not a summary of it."""
+
 from __future__ import annotations
 
 import os
@@ -16,13 +17,16 @@ from logdoctor.verdict.evidence import cut
 from logdoctor.verdict.remedy import render_fix
 
 MIN_WIDTH, MAX_WIDTH, PIPE_WIDTH = 40, 200, 100
-FIX_COLUMN = 38          # a fix up to this long gets its reason beside it; a longer one gets it on the next line
+FIX_COLUMN = 38  # a fix up to this long gets its reason beside it; a longer one gets it on the next line
 _HEADINGS = frozenset(("evidence", "why", "next", "attempts"))
 
 
 def use_color(stream) -> bool:
-    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ \
+    return (
+        bool(getattr(stream, "isatty", lambda: False)())
+        and "NO_COLOR" not in os.environ
         and os.environ.get("TERM") != "dumb"
+    )
 
 
 def width() -> int:
@@ -48,8 +52,9 @@ def _c(s: str, code: str, on: bool) -> str:
 
 def wrap(text: str, w: int, first: str, rest: str | None = None) -> list[str]:
     """Words wrapped to w columns; flags like --mem-fraction-static stay whole (no hyphen breaks)."""
-    return textwrap.wrap(text, w, initial_indent=first, subsequent_indent=first if rest is None else rest,
-                         break_on_hyphens=False) or [first.rstrip()]
+    return textwrap.wrap(
+        text, w, initial_indent=first, subsequent_indent=first if rest is None else rest, break_on_hyphens=False
+    ) or [first.rstrip()]
 
 
 def _fix_lines(fix: str, why: str, w: int) -> list[str]:
@@ -64,8 +69,9 @@ def _engine(d: Diagnosis) -> str:
     return f"{d.engine} ({d.engine_version_hint})" if d.engine_version_hint else d.engine
 
 
-def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "",
-           width_: int | None = None) -> str:
+def render(
+    d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline_text: str = "", width_: int | None = None
+) -> str:
     """The verdict as text, fitted to `width_` (else the terminal). Built plain, then every control character the
     log brought is made visible (F21), and only then are the renderer's own colours added (the first word and the
     section headings)."""
@@ -77,7 +83,7 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
         out.append("")
         out.append(_c("evidence", "1", color))
         for e in d.evidence:
-            out.append(f"  {e.line:>5}  {cut(e.text, max(10, w - 9))}")   # whole, or cut visibly with "…"
+            out.append(f"  {e.line:>5}  {cut(e.text, max(10, w - 9))}")  # whole, or cut visibly with "…"
     if d.failed and d.explanation:
         out.append("")
         out.append(_c("why", "1", color))
@@ -93,9 +99,13 @@ def render(d: Diagnosis, *, color: bool = False, verbose: bool = False, timeline
 def _ok_head(d: Diagnosis, w: int, color: bool) -> list[str]:
     """A healthy log's head: OK and the explanation, the engine and window size, then the notes."""
     out = wrap(_c("OK", "32;1", color) + "      " + (d.explanation or "no failure in the log"), w, "", "        ")
-    out += wrap(_engine(d) +
-                f" · {d.window.get('lines', 0)} lines" +
-                ("" if d.window.get("start_seen") else " · log starts after launch"), w, "        ")
+    out += wrap(
+        _engine(d)
+        + f" · {d.window.get('lines', 0)} lines"
+        + ("" if d.window.get("start_seen") else " · log starts after launch"),
+        w,
+        "        ",
+    )
     for n in d.notes:
         out += wrap(f"note: {n}", w, "        ", "          ")
     return out
@@ -105,8 +115,7 @@ def _failed_head(d: Diagnosis, w: int, color: bool) -> list[str]:
     """A failure's head: FAILED, where and what (with confidence), then one line of engine, rank, title, a missing
     launch and which attempt this is."""
     where = PHASE_WORDS.get(d.phase, d.phase)
-    head = f"{where}: cause unknown" if d.cause == "unknown" else \
-        f"{where}: {d.cause} (confidence {d.confidence:.2f})"
+    head = f"{where}: cause unknown" if d.cause == "unknown" else f"{where}: {d.cause} (confidence {d.confidence:.2f})"
     body = wrap(head, w - 8, "")
     out = [_c("FAILED", "31;1", color) + "  " + body[0]]
     out += ["        " + b for b in body[1:]]
@@ -138,8 +147,11 @@ def _next_section(d: Diagnosis, w: int, color: bool) -> list[str]:
         out.append("")
         out.append(_c("attempts", "1", color))
         for i, a in enumerate(d.attempts, 1):
-            what = a["cause"] or {"ready": "came up", "in_progress": "still starting", "stopped": "stopped by the operator"
-                                  }.get(a.get("outcome"), "came up")
+            what = a["cause"] or {
+                "ready": "came up",
+                "in_progress": "still starting",
+                "stopped": "stopped by the operator",
+            }.get(a.get("outcome"), "came up")
             out.append(f"   {i}. line {a['started_line']:>5}  {a['phase']:<14} {what}")
     return out
 
@@ -149,8 +161,9 @@ def _verbose_section(d: Diagnosis, w: int, timeline_text: str) -> list[str]:
     out: list[str] = []
     if d.alternatives:
         out.append("")
-        out += wrap("alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives),
-                    w, "", "  ")
+        out += wrap(
+            "alternatives: " + ", ".join(f"{a['cause']} {a['confidence']:.2f}" for a in d.alternatives), w, "", "  "
+        )
     if d.candidates:
         out.append("candidates:")
         for c in d.candidates:
@@ -170,7 +183,7 @@ def _colour(text: str) -> str:
     for i, line in enumerate(lines):
         if i == 0 and line.startswith(("FAILED", "OK")):
             word = "FAILED" if line.startswith("FAILED") else "OK"
-            lines[i] = _c(word, "31;1" if word == "FAILED" else "32;1", True) + line[len(word):]
+            lines[i] = _c(word, "31;1" if word == "FAILED" else "32;1", True) + line[len(word) :]
         elif line in _HEADINGS:
             lines[i] = _c(line, "1", True)
     return "\n".join(lines)

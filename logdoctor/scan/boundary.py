@@ -10,6 +10,7 @@ Some wrappers (srun labels, compose names, unknown shared prefixes) are recognis
 line, so each candidate line is read after a sample of the log's first lines: the reader sees the same prefixes
 it sees in `diagnose`. Candidates are rare (about one per attempt), so the cost does not matter.
 """
+
 from __future__ import annotations
 
 from logdoctor.engines import each
@@ -27,7 +28,7 @@ class BoundaryCheck:
         text = head.decode("utf-8", "replace")
         lines = text.split("\n")
         if not text.endswith("\n"):
-            lines = lines[:-1]          # a cut last line
+            lines = lines[:-1]  # a cut last line
         self.sample = [l.rstrip("\r") for l in lines if l.strip()][:SAMPLE_LINES]
 
     def is_config(self, line: bytes) -> bool:
@@ -36,6 +37,7 @@ class BoundaryCheck:
             return False
         from logdoctor.input.read import read_lines
         from logdoctor.timeline.attempts import _CONFIG
+
         text = line.decode("utf-8", "replace").rstrip("\r")
         rec = read_lines(self.sample + [text]).records[-1]
         return not rec.continuation and _CONFIG.search(rec.msg) is not None

@@ -13,6 +13,7 @@ The serving-evidence markers (request logs, throughput lines) are most of a heal
 raw tail the scanner keeps of every attempt shows whether it was still serving.
 RE2 (`google-re2`, in the `triage` extra) runs the same pattern several times faster than `re`; `re` is the fallback.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,11 +26,40 @@ from logdoctor.engines.markers import Marker
 # words that any failure prints somewhere (a superset of what makes timeline._decide call an attempt failed;
 # tests/test_triage_prefilter.py checks it on every fixture)
 SIGNAL = (
-    r"Traceback", r"[Ee]rror", r"ERROR", r"CRITICAL", r"[Ee]xception", r"EXCEPTION", r"[Kk]illed", r"[Ff]ailed",
-    r"FAILED", r"[Ff]atal", r"FATAL", r"[Aa]bort", r"[Dd]ied", r"is dead", r"[Cc]rash", r"timed out", r"\b[Tt]imeout\b",
-    r"oom", r"OOM", r"Out of memory", r"out of memory", r"NVRM", r"Xid", r"fallen off", r"sigquit", r"Segmentation",
-    r"core dumped", r"terminate called", r"what\(\):", r"Main process exited", r"Failed with result",
-    r"Scheduled restart", r"ECC", r"[Uu]ncorrectable",
+    r"Traceback",
+    r"[Ee]rror",
+    r"ERROR",
+    r"CRITICAL",
+    r"[Ee]xception",
+    r"EXCEPTION",
+    r"[Kk]illed",
+    r"[Ff]ailed",
+    r"FAILED",
+    r"[Ff]atal",
+    r"FATAL",
+    r"[Aa]bort",
+    r"[Dd]ied",
+    r"is dead",
+    r"[Cc]rash",
+    r"timed out",
+    r"\b[Tt]imeout\b",
+    r"oom",
+    r"OOM",
+    r"Out of memory",
+    r"out of memory",
+    r"NVRM",
+    r"Xid",
+    r"fallen off",
+    r"sigquit",
+    r"Segmentation",
+    r"core dumped",
+    r"terminate called",
+    r"what\(\):",
+    r"Main process exited",
+    r"Failed with result",
+    r"Scheduled restart",
+    r"ECC",
+    r"[Uu]ncorrectable",
 )
 # systemd's and journalctl's own lines about the unit (attempt starts/stops), kept for healthy rows too
 RELEVANT_EXTRA = (r"systemd\[1\]: ", r"Start(?:ed|ing) ", r"Stopp(?:ed|ing) ", r"Deactivated", r"-- No entries")
@@ -41,7 +71,7 @@ def _unanchor(pattern: str) -> str:
     p = pattern
     flags = re.match(r"^\(\?([aiLmsux]+)\)", p)
     if flags:  # a leading global flag becomes a scoped one (global flags must start the whole alternation)
-        p = f"(?{flags.group(1)}:{p[flags.end():]})"
+        p = f"(?{flags.group(1)}:{p[flags.end() :]})"
     if p.startswith("^"):
         p = p[1:]
     p = re.sub(r"(?<!\\)\$(?=\)|\||$)", "", p)
@@ -55,6 +85,7 @@ def boundary_patterns() -> list[str]:
     """Attempt boundaries on a raw line: the patterns `attempts.split` cuts on (attempts.STARTS: every engine's config
     dump / version banner, unanchored) and a journal's boot line; derived, never written twice."""
     from logdoctor.timeline.attempts import BOOT, STARTS
+
     return list(dict.fromkeys(_unanchor(p) for p in STARTS)) + [BOOT + " "]
 
 
@@ -70,6 +101,7 @@ def _rule_patterns() -> list[str]:
     """The message-level regexes of every bundled rule (frame/file leaves match traceback frames, which only a
     full parse of a failing attempt sees)."""
     from logdoctor.matching.loader import load_rules
+
     out: list[str] = []
     keys = ("message", "error", "inner", "wrapper", "exception", "kernel", "death", "hint")
 
@@ -77,7 +109,7 @@ def _rule_patterns() -> list[str]:
         if isinstance(c, dict):
             for k, v in c.items():
                 if k in keys:
-                    for p in (v if isinstance(v, list) else [v]):
+                    for p in v if isinstance(v, list) else [v]:
                         p = p.get("regex", "") if isinstance(p, dict) else p
                         if p:
                             out.append(_unanchor(str(p)))
@@ -86,6 +118,7 @@ def _rule_patterns() -> list[str]:
         elif isinstance(c, list):
             for x in c:
                 walk(x)
+
     for r in load_rules(()):
         walk(r.match)
     return out
@@ -94,7 +127,8 @@ def _rule_patterns() -> list[str]:
 # lines every healthy log is full of: a pattern that matches one of these (a rule's catch-all `.+`) would select
 # every line, so it cannot serve as a prefilter (the full parse of a failing attempt still applies it)
 _PROBES = (
-    "x", "hello world 123",
+    "x",
+    "hello world 123",
     '[2026-05-22 11:00:01] INFO:     10.0.1.2:51234 - "POST /generate HTTP/1.1" 200 OK',
     "[2026-05-22 11:00:01 TP0] Decode batch. #running-req: 5, #token: 700, token usage: 0.21, cuda graph: True, "
     "gen throughput (token/s): 100.1, #queue-req: 0",
@@ -145,19 +179,28 @@ class Groups:
     boundary: list[str]
     signal: list[str]
     relevant: list[str]
-    keywords: list[str]      # literal-only stand-in for `relevant` when RE2 is missing
+    keywords: list[str]  # literal-only stand-in for `relevant` when RE2 is missing
 
 
 @lru_cache(maxsize=1)
 def groups() -> Groups:
-    markers = tuple(m for e in ENGINES.values() for m in e.markers)      # every registered engine's tables
+    markers = tuple(m for e in ENGINES.values() for m in e.markers)  # every registered engine's tables
     deaths = tuple(m for e in ENGINES.values() for m in e.deaths)
     # rule patterns are conditions, not failure signals (a config rule matches `trust_remote_code` in every dump):
     # they keep their lines for the reduced parse, but only failure words and deaths make an attempt worth a full one
     signal = list(SIGNAL) + _marker_patterns(deaths)
     relevant = _marker_patterns(markers) + _signatures() + list(RELEVANT_EXTRA) + _rule_patterns()
-    keywords = [re.escape(k) for m in markers + deaths if m.name not in SERVING_MARKERS
-                for k in m.keyword.split("|") if len(k) >= 4] + _signatures() + list(RELEVANT_EXTRA)
+    keywords = (
+        [
+            re.escape(k)
+            for m in markers + deaths
+            if m.name not in SERVING_MARKERS
+            for k in m.keyword.split("|")
+            if len(k) >= 4
+        ]
+        + _signatures()
+        + list(RELEVANT_EXTRA)
+    )
     raw = [boundary_patterns(), signal, relevant, keywords]
     cached = _cached_groups(raw)
     if cached is not None:
@@ -175,6 +218,7 @@ def _groups_path(raw: list[list[str]]):
     import json
 
     from logdoctor.matching.cache import cache_dir
+
     key = hashlib.sha256(json.dumps([FORMAT, _PROBES, raw]).encode()).hexdigest()[:32]
     return cache_dir() / f"prefilter-{key}.json"
 
@@ -183,6 +227,7 @@ def _cached_groups(raw: list[list[str]]) -> Groups | None:
     import json
 
     from logdoctor.matching.cache import read_entry
+
     try:
         got = json.loads(read_entry(_groups_path(raw)))
         kept = [list(x) for x in got]
@@ -198,6 +243,7 @@ def _store_groups(raw: list[list[str]], got: Groups) -> None:
     import json
 
     from logdoctor.matching.cache import write_entry
+
     write_entry(_groups_path(raw), json.dumps([got.boundary, got.signal, got.relevant, got.keywords]).encode(), keep=4)
 
 
@@ -225,11 +271,17 @@ def grep_pattern() -> str:
     ere = []
     for p in ps:
         q = p.replace("(?:", "(").replace(r"\d", "[0-9]").replace(r"\w", "[A-Za-z0-9_]").replace(r"\s", "[[:space:]]")
-        q = q.replace(r"\S", "[^[:space:]]").replace("(?i)", "").replace("*?", "*").replace("+?", "+").replace("??", "?")
+        q = (
+            q.replace(r"\S", "[^[:space:]]")
+            .replace("(?i)", "")
+            .replace("*?", "*")
+            .replace("+?", "+")
+            .replace("??", "?")
+        )
         if "(?" in q or "\\b" in q:
             continue
         ere.append(q)
-    return "\n".join(ere)   # one pattern a line: grep -f takes them as alternatives
+    return "\n".join(ere)  # one pattern a line: grep -f takes them as alternatives
 
 
 class Prefilter:
@@ -303,6 +355,7 @@ class HyperscanLines:
 
         def on_match(_id, _start, end, _flags, _ctx):
             add(end)
+
         self.db.scan(buf, match_event_handler=on_match)
         found.sort()
         return found
@@ -314,21 +367,23 @@ def _database_path(hyperscan, exprs: list[bytes], flags: list[int]):
     import hashlib
 
     from logdoctor.matching.cache import cache_dir
+
     h = hashlib.sha256(f"hyperscan {getattr(hyperscan, '__version__', '')} {FORMAT}\n".encode())
     for e, f in zip(exprs, flags):
         h.update(e + b"\0" + str(f).encode() + b"\0")
     return cache_dir() / f"hyperscan-{h.hexdigest()[:32]}.db"
 
 
-FORMAT = 1      # of the cached database's key
+FORMAT = 1  # of the cached database's key
 
 
 def _cached_database(hyperscan, exprs: list[bytes], flags: list[int]):
     """The cached database, or None (absent, not this user's file, or refused by Hyperscan's own checks)."""
     from logdoctor.matching.cache import read_entry
+
     try:
         db = hyperscan.loadb(read_entry(_database_path(hyperscan, exprs, flags)), mode=hyperscan.HS_MODE_BLOCK)
-        db.scratch = hyperscan.Scratch(db)      # a loaded database comes without one
+        db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
         db.scan(b"x\n", match_event_handler=lambda *a: None)
         return db
     except Exception:  # noqa: BLE001 - absent, foreign or damaged: compile again
@@ -337,6 +392,7 @@ def _cached_database(hyperscan, exprs: list[bytes], flags: list[int]):
 
 def _store_database(hyperscan, exprs: list[bytes], flags: list[int], db) -> None:
     from logdoctor.matching.cache import write_entry
+
     try:
         data = hyperscan.dumpb(db)
     except Exception:  # noqa: BLE001 - a database the library cannot serialise: compile again next time
@@ -347,6 +403,7 @@ def _store_database(hyperscan, exprs: list[bytes], flags: list[int], db) -> None
 def best_engine() -> str:
     try:
         import re2  # noqa: F401  (google-re2)
+
         return "re2"
     except ImportError:
         return "re"
@@ -358,6 +415,7 @@ def best_scanner() -> str:
         return "re"
     try:
         import hyperscan  # noqa: F401
+
         return "hyperscan"
     except ImportError:
         return "re2"
@@ -366,6 +424,7 @@ def best_scanner() -> str:
 def _compile(p: str, engine: str):
     if engine == "re2":
         import re2
+
         p = _drop_lookarounds(p)
         opts = re2.Options()
         opts.max_mem = 256 << 20

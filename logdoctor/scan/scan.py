@@ -9,6 +9,7 @@ A segment with a signal is parsed in full (`Segment.lines(full=True)`); a health
 hits and its tail, which is enough for the engine, version, phase reached and the ready line. Memory per open
 segment is bounded by SMALL_SEGMENT + HEAD + TAIL + MAX_HITS lines, whatever the input's size.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -21,30 +22,30 @@ from logdoctor.scan.prefilter import Prefilter
 from logdoctor.timeline.attempts import BOOT
 
 CHUNK = 4 << 20
-SMALL_SEGMENT = 2 << 20         # kept raw up to this size; a failing attempt this small is parsed line for line
-HEAD = 32 << 10                 # of a larger segment: its start (launch, config dump) ...
-TAIL = 128 << 10                # ... and its end (the crash with its traceback, the last serving lines)
-HEALTHY_CONTEXT = 2 << 10       # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
-MAX_HITS = 20000                # prefilter hits kept per segment (first half + last half when more)
-MAX_LINE = 1 << 20              # a longer "line" is not a log line: it is cut
-_BOOT = BOOT.encode()           # journalctl's boot line: a new attempt (attempts.split cuts on the same)
+SMALL_SEGMENT = 2 << 20  # kept raw up to this size; a failing attempt this small is parsed line for line
+HEAD = 32 << 10  # of a larger segment: its start (launch, config dump) ...
+TAIL = 128 << 10  # ... and its end (the crash with its traceback, the last serving lines)
+HEALTHY_CONTEXT = 2 << 10  # a healthy attempt's reduced parse: this much of its head and tail, plus the hits
+MAX_HITS = 20000  # prefilter hits kept per segment (first half + last half when more)
+MAX_LINE = 1 << 20  # a longer "line" is not a log line: it is cut
+_BOOT = BOOT.encode()  # journalctl's boot line: a new attempt (attempts.split cuts on the same)
 
 
 @dataclass
 class Segment:
-    first_line: int                         # 1-based input line number of its first line
-    raw: list[tuple[int, bytes]] = field(default_factory=list)   # (first line number, bytes ending in \n)
+    first_line: int  # 1-based input line number of its first line
+    raw: list[tuple[int, bytes]] = field(default_factory=list)  # (first line number, bytes ending in \n)
     raw_bytes: int = 0
     overflow: bool = False
     head: list[tuple[int, bytes]] = field(default_factory=list)
-    tail: deque = field(default_factory=deque)                   # (first line number, bytes)
+    tail: deque = field(default_factory=deque)  # (first line number, bytes)
     tail_bytes: int = 0
     hits: list[tuple[int, bytes]] = field(default_factory=list)
     hits_tail: deque = field(default_factory=lambda: deque(maxlen=MAX_HITS // 2))
     signal: bool = False
     seen_config: bool = False
     seen_progress: bool = False
-    end_line: int = 0                       # input line number after the last raw piece
+    end_line: int = 0  # input line number after the last raw piece
     nbytes: int = 0
     nlines: int = 0
 
@@ -118,7 +119,7 @@ class Segment:
                 for n, line in _split(ln, data):
                     out[n] = line
         hits = list(self.hits) + list(self.hits_tail)
-        for n, line in (hits if full else _thin_bars(hits)):
+        for n, line in hits if full else _thin_bars(hits):
             out[n] = line
         return sorted(out.items())
 
@@ -200,7 +201,7 @@ def _chunks(stream, carry: bytes, stats: ScanStats) -> Iterator[bytes]:
             data, carry = carry + data, b""
         if data[-1:] != b"\n":
             data += stream.readline(MAX_LINE)
-        if data[-1:] != b"\n":                       # a line longer than MAX_LINE, or the input's end
+        if data[-1:] != b"\n":  # a line longer than MAX_LINE, or the input's end
             cut = data.rfind(b"\n") + 1
             if cut == 0:
                 if len(data) > MAX_LINE:
@@ -222,6 +223,7 @@ class _Newlines:
 
     def __init__(self, buf: bytes):
         import numpy as np
+
         self._bytes = np.frombuffer(buf, np.uint8)
         self._pos: Any = None
 
@@ -229,6 +231,7 @@ class _Newlines:
         """How many lines of the buffer start before `offset` (a line start)."""
         if self._pos is None:
             import numpy as np
+
             self._pos = np.flatnonzero(self._bytes == 10)
         return int(self._pos.searchsorted(offset))
 
@@ -236,6 +239,7 @@ class _Newlines:
         if self._pos is not None:
             return len(self._pos)
         import numpy as np
+
         return int(np.count_nonzero(self._bytes == 10))
 
 
@@ -260,7 +264,7 @@ def _matches(buf: bytes, pf: Prefilter) -> Iterator:
         le = buf.find(b"\n", end - 1)
         le = n if le < 0 else le
         m = rx.search(buf, max(ls, pos), le)
-        if m is None:          # Hyperscan's widened pattern only
+        if m is None:  # Hyperscan's widened pattern only
             pos = le + 1
             continue
         yield m
@@ -285,12 +289,12 @@ class _Scanner:
     def __init__(self, pf: Prefilter, stats: ScanStats):
         self.pf, self.stats = pf, stats
         self.seg = Segment(first_line=1)
-        self.lineno = 1                 # line number of the first line of the current buffer
-        self.check: BoundaryCheck | None = None     # from the log's first buffer: the prefixes the reader will see
+        self.lineno = 1  # line number of the first line of the current buffer
+        self.check: BoundaryCheck | None = None  # from the log's first buffer: the prefixes the reader will see
         self.buf = b""
-        self.done = 0                   # bytes of buf already given to a segment
+        self.done = 0  # bytes of buf already given to a segment
         self.nls: _Newlines | None = None
-        self.pending_start: tuple[int, int] | None = None   # (offset, lineno) of a systemd Start line since the
+        self.pending_start: tuple[int, int] | None = None  # (offset, lineno) of a systemd Start line since the
         # last config dump
 
     def buffer(self, buf: bytes) -> Iterator[Segment]:
@@ -320,12 +324,12 @@ class _Scanner:
     def _kind(self, m, line: bytes) -> str:
         """b (a real attempt boundary), s (a failure signal), r (relevant) or x (server_args= inside a message)."""
         kind = m.lastgroup
-        if kind.__class__ is bytes:     # google-re2 names groups in bytes for a bytes pattern
+        if kind.__class__ is bytes:  # google-re2 names groups in bytes for a bytes pattern
             kind = kind.decode()
         if kind == "r" and self.pf.boundary.search(line) is not None:
-            kind = "b"      # a marker or rule matched earlier on the line than the config dump did
+            kind = "b"  # a marker or rule matched earlier on the line than the config dump did
         if kind == "b" and not line.startswith(_BOOT) and not self.check.is_config(line):  # type: ignore[union-attr]
-            kind = "x"      # server_args= inside a message (a traceback's call), not a config dump
+            kind = "x"  # server_args= inside a message (a traceback's call), not a config dump
         return kind
 
     def _hit(self, m) -> Segment | None:
@@ -348,7 +352,7 @@ class _Scanner:
         elif kind == "r":
             seg.seen_progress = seg.seen_progress or seg.seen_config
             if b"systemd[1]: Start" in line and self.pending_start is None:
-                self.pending_start = (ls, counted_ln)   # "Starting X..." then "Started X" is one start: the first
+                self.pending_start = (ls, counted_ln)  # "Starting X..." then "Started X" is one start: the first
         seg.add_hit(counted_ln, line)
         # a failure word on a line that matched as a marker or rule first still counts
         if kind != "s" and not seg.signal and self.pf.signal.search(line) is not None:
@@ -361,9 +365,10 @@ class _Scanner:
         seg = self.seg
         is_boot = line.startswith(_BOOT)
         closed = None
-        if (is_boot and seg.nbytes + (ls - self.done) > 0 and seg.seen_config) or \
-                (not is_boot and seg.seen_config and seg.seen_progress):
-            cut, cut_ln = (self.pending_start if self.pending_start and not is_boot else (ls, counted_ln))
+        if (is_boot and seg.nbytes + (ls - self.done) > 0 and seg.seen_config) or (
+            not is_boot and seg.seen_config and seg.seen_progress
+        ):
+            cut, cut_ln = self.pending_start if self.pending_start and not is_boot else (ls, counted_ln)
             closed = self._cut(cut, cut_ln)
         if not is_boot:
             self.seg.seen_config = True
@@ -376,11 +381,11 @@ class _Scanner:
         assert nls is not None
         if cut > self.done:
             before = nls.before(self.done)
-            seg.add_raw(self.lineno + before, self.buf[self.done:cut], cut_ln - self.lineno - before)
+            seg.add_raw(self.lineno + before, self.buf[self.done : cut], cut_ln - self.lineno - before)
         self.done = cut
         seg.nlines = cut_ln - seg.first_line
         moved = [h for h in seg.hits if h[0] >= cut_ln] + [h for h in seg.hits_tail if h[0] >= cut_ln]
-        if moved:   # the hits between the start line and the config dump belong to the new attempt
+        if moved:  # the hits between the start line and the config dump belong to the new attempt
             seg.hits = [h for h in seg.hits if h[0] < cut_ln]
             seg.hits_tail = deque((h for h in seg.hits_tail if h[0] < cut_ln), maxlen=MAX_HITS // 2)
         self.seg = Segment(first_line=cut_ln)

@@ -10,6 +10,7 @@ service's failure.
 The verdict is about the most recent *failed* attempt when the last one is still starting (Restart=on-failure
 brought it back while the window was cut); otherwise about the last attempt.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,13 +21,17 @@ from logdoctor.core import rxcache
 from logdoctor.core.records import META, SERVICE, SYSTEMD, Record
 from logdoctor.engines import each
 
-FOREIGN = "foreign"   # Record.extra key set on lines of other programs
+FOREIGN = "foreign"  # Record.extra key set on lines of other programs
 
 _UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
-_UNIT_START = rxcache.compile(r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b")
+_UNIT_START = rxcache.compile(
+    r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b"
+)
 # a unit name anywhere: its suffix and the name character before it (fixed width, so linear on any line)
 _ANY_UNIT = rxcache.compile(r"[\w@\-\\:]\.(?:service|scope|timer|socket|slice|mount|target)\b")
-_START_DESC = rxcache.compile(r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$")
+_START_DESC = rxcache.compile(
+    r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$"
+)
 # systemd lines about something else than a unit of ours: logind sessions, user managers
 _OTHER_SD = rxcache.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
 # the process names an inference engine runs under (Engine.process_names; Xid/oom-kill lines give the kernel's comm
@@ -44,10 +49,10 @@ _CONFIG = rxcache.compile("|".join(STARTS))
 class Ownership:
     """Who the service is in this window."""
 
-    unit: str | None = None                       # "sglang-qwen.service", when systemd named it
-    desc: str | None = None                       # its Description, from "Started U - Desc."
+    unit: str | None = None  # "sglang-qwen.service", when systemd named it
+    desc: str | None = None  # its Description, from "Started U - Desc."
     idents: set[str] = field(default_factory=set)  # syslog identifiers of the service's processes
-    pids: set[int] = field(default_factory=set)    # journal pids and engine-tag pids of the service
+    pids: set[int] = field(default_factory=set)  # journal pids and engine-tag pids of the service
     foreign_pids: set[int] = field(default_factory=set)
 
     def own(self, r: Record) -> bool:
@@ -107,7 +112,7 @@ def attribute_kill_reports(kernel: list) -> None:
             e.values["foreign"] = True
     for i, e in enumerate(kernel):
         if e.name == "oom_kill" and "pid" not in e.values:
-            nxt = [k for k in kernel[i + 1:] if k.name == "oom_kill" and "pid" in k.values and k.line - e.line <= 40]
+            nxt = [k for k in kernel[i + 1 :] if k.name == "oom_kill" and "pid" in k.values and k.line - e.line <= 40]
             if nxt and all(k.values.get("foreign") for k in nxt):
                 e.values["foreign"] = True
 
@@ -215,8 +220,13 @@ class _Cutter:
         if r.transport == SERVICE and not r.extra.get(FOREIGN):
             if _CONFIG.search(r.msg) and self.seen_config and self.seen_progress:
                 return True
-            return bool(self.exited and self.last_pid is not None and r.pid is not None and r.pid != self.last_pid
-                        and self.seen_progress)
+            return bool(
+                self.exited
+                and self.last_pid is not None
+                and r.pid is not None
+                and r.pid != self.last_pid
+                and self.seen_progress
+            )
         return False
 
     def reset(self) -> None:
@@ -239,8 +249,10 @@ class _Cutter:
 
     def _progress(self, msg: str) -> bool:
         """A line past launch: a marker of a later phase, or a traceback."""
-        return any(m.keyword and m.keyword in msg and m.edge != "config" and m.phase != "launch"
-                   for m in self.markers) or "Traceback" in msg
+        return (
+            any(m.keyword and m.keyword in msg and m.edge != "config" and m.phase != "launch" for m in self.markers)
+            or "Traceback" in msg
+        )
 
 
 def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
@@ -289,7 +301,7 @@ def verdict_attempt(attempts: list) -> tuple[int, str | None]:
     if not failed:
         return last, None
     i = failed[-1]
-    if any(outcome(a) != "in_progress" for a in attempts[i + 1:]):
+    if any(outcome(a) != "in_progress" for a in attempts[i + 1 :]):
         return last, None
     nxt = attempts[i + 1]
     ph = nxt.phase if nxt.phase not in (None, "unknown") else "launch"

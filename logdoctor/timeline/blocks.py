@@ -6,6 +6,7 @@ Two ranks can interleave line by line. Lines that carry their own prefix (vLLM's
 only its first line prefixed) go to the open block whose grammar expects that kind of line next — and, when two
 do, to the one fed least recently, which is what a line-by-line interleave looks like.
 """
+
 from __future__ import annotations
 
 import re
@@ -56,8 +57,8 @@ class Section:
     frames: list[Frame] = field(default_factory=list)
     exc_type: str | None = None
     exc_msg: str = ""
-    exc_line: int = 0              # input line of the exception line
-    link: str | None = None        # how it links to the previous section: "cause" | "context" | None
+    exc_line: int = 0  # input line of the exception line
+    link: str | None = None  # how it links to the previous section: "cause" | "context" | None
     hints: list[str] = field(default_factory=list)
 
 
@@ -65,10 +66,10 @@ class Section:
 class Block:
     """A reassembled multi-line structure; `records` are its lines in input order."""
 
-    kind: BlockKind                               # "traceback" | "abort"
+    kind: BlockKind  # "traceback" | "abort"
     records: list[Record] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
-    header: str = ""                              # text before "Traceback" on its first line, e.g. "Scheduler hit an exception:"
+    header: str = ""  # text before "Traceback" on its first line, e.g. "Scheduler hit an exception:"
     rank: str | None = None
     proc: str | None = None
 
@@ -105,8 +106,8 @@ class _Builder:
 
     def __init__(self, block: Block, key, fed: int):
         self.block, self.state, self.fed, self.key, self.exc_lines, self.link = block, "frames", fed, key, 0, None
-        self.last = "start"   # kind of the last line fed: start | file | code | ...
-        self.sig = None       # (level, source) of the prefixed line that carried the exception
+        self.last = "start"  # kind of the last line fed: start | file | code | ...
+        self.sig = None  # (level, source) of the prefixed line that carried the exception
 
     @property
     def sec(self) -> Section:
@@ -126,7 +127,7 @@ def assemble(records: list[Record]) -> list[Block]:
         key = _key(rec)
         start = _TB_START.search(msg)
         if start:
-            _start_traceback(open_, blocks, rec, key, tick, msg[:start.start()].strip())
+            _start_traceback(open_, blocks, rec, key, tick, msg[: start.start()].strip())
             continue
         m_abort = _ABORT.search(msg)
         if m_abort:
@@ -139,8 +140,14 @@ def assemble(records: list[Record]) -> list[Block]:
         if b is None and not _has_open(open_, rec, key):
             if kind == "file":
                 # an excerpt that starts inside a traceback: a headless block, fed from this frame on
-                b = _open_block(open_, blocks, Block(kind="traceback", header="", rank=rec.rank, proc=rec.proc),
-                                Section(), key, tick)
+                b = _open_block(
+                    open_,
+                    blocks,
+                    Block(kind="traceback", header="", rank=rec.rank, proc=rec.proc),
+                    Section(),
+                    key,
+                    tick,
+                )
             elif kind == "text" and _LONE_EXC.match(msg):
                 blocks.append(_lone_exception(rec, msg))
                 continue
@@ -173,8 +180,11 @@ def _start_traceback(open_: list[_Builder], blocks: list[Block], rec: Record, ke
     # A traceback that begins while another of the same writer waits for a chained one continues it.
     b = _find(open_, key, lambda b: b.state == "chain")
     if b is None:
-        for old in [x for x in open_ if x.key == key and (rec.prefix_engine is not None or x.state == "frames")
-                    and not _bare(rec)]:
+        for old in [
+            x
+            for x in open_
+            if x.key == key and (rec.prefix_engine is not None or x.state == "frames") and not _bare(rec)
+        ]:
             _close(old, open_)
         blk = Block(kind="traceback", header=header, rank=rec.rank, proc=rec.proc)
         b = _open_block(open_, blocks, blk, Section(), key, tick)
@@ -205,8 +215,9 @@ def _has_open(open_: list[_Builder], rec: Record, key) -> bool:
     """Does this writer have a block in progress (so an unroutable line is noise, not a new structure)?"""
     if rec.prefix_engine is not None:
         return any(b.key == key and b.state == "frames" for b in open_)
-    return any((b.key[0], b.key[1]) == (rec.host, rec.extra.get("tag_pid") or rec.pid) and b.state == "frames"
-               for b in open_)
+    return any(
+        (b.key[0], b.key[1]) == (rec.host, rec.extra.get("tag_pid") or rec.pid) and b.state == "frames" for b in open_
+    )
 
 
 def _bare(rec: Record) -> bool:

@@ -4,6 +4,7 @@ The phase a service died in is the phase its failing rank was in at the first fa
 (a begin/point marker puts the rank in that phase; an end marker moves it to the phase that follows). With no
 marker at all (a pasted excerpt) the traceback frames decide (`FRAME_PHASES`).
 """
+
 from __future__ import annotations
 
 import re
@@ -27,20 +28,46 @@ PHASES = mk.PHASES
 PHASE_INDEX = mk.PHASE_INDEX
 _TABLES = {e.name: (e.markers, e.deaths) for e in ENGINES.values()}
 # an engine that cannot be told: the markers of the engines registered as `unknown_fallback`, in registry order
-_FALLBACK = (tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.markers),
-             tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.deaths))
+_FALLBACK = (
+    tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.markers),
+    tuple(m for e in ENGINES.values() if e.unknown_fallback for m in e.deaths),
+)
 
 # traceback function names → the phase they run in (for excerpts without phase markers); first match wins,
 # searched from the innermost frame outwards
 FRAME_PHASES: tuple[tuple[str, str], ...] = (
-    (r"^(capture|capture_one_batch_size|capture_model|_capture_cudagraphs|capture_graph|init_cuda_graphs|_capture|cuda_graph_capture|init_device_graphs)$", "graph_capture"),
-    (r"^(_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model|warmup|_warmup|_execute_warmup|warm_up_model|profile_run|_dummy_run|dummy_run)$", "warmup"),
-    (r"^(init_memory_pool|profile_max_num_token|determine_available_memory|_initialize_kv_caches|initialize_kv_cache|init_cache_engine|_init_cache|determine_num_available_blocks|allocate_kv_cache|_allocate_kv_cache_tensors|get_kv_cache_spec|handle_max_mamba_cache|configure_kv_cache|init_kv_cache)$", "memory_pool"),
-    (r"^(init_attention_backend|init_cublas|init_flashinfer|_init_attention|get_attn_backend|init_threads_binding)$", "kernel_init"),
-    (r"^(load_model|load_weights|_load_weights|load_state_dict|get_model|create_weights|init_model|_init_model|load_weights_and_postprocess|_get_weights_iterator|safetensors_weights_iterator|initialize_model|_initialize_model|download_weights|_prepare_weights)$", "weight_load"),
-    (r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_worker_distributed_environment)$", "dist_init"),
-    (r"^(parse_args|check_server_args|__post_init__|create_engine_config|from_cli_args|_verify_args|verify_with_parallel_config|_check_and_set_config)$", "launch"),
-    (r"^(event_loop_normal|event_loop_overlap|run_batch|forward_batch_generation|process_batch_result|exposed_step|forward_step|forward_fill_batch|prepare_for_extend|prepare_for_decode|run_busy_loop|_process_engine_step|step_with_batch_queue|handle_generate_request|generate_request)$", "serving"),
+    (
+        r"^(capture|capture_one_batch_size|capture_model|_capture_cudagraphs|capture_graph|init_cuda_graphs|_capture|cuda_graph_capture|init_device_graphs)$",
+        "graph_capture",
+    ),
+    (
+        r"^(_dummy_sampler_run|_dummy_pooler_run|compile_or_warm_up_model|warmup|_warmup|_execute_warmup|warm_up_model|profile_run|_dummy_run|dummy_run)$",
+        "warmup",
+    ),
+    (
+        r"^(init_memory_pool|profile_max_num_token|determine_available_memory|_initialize_kv_caches|initialize_kv_cache|init_cache_engine|_init_cache|determine_num_available_blocks|allocate_kv_cache|_allocate_kv_cache_tensors|get_kv_cache_spec|handle_max_mamba_cache|configure_kv_cache|init_kv_cache)$",
+        "memory_pool",
+    ),
+    (
+        r"^(init_attention_backend|init_cublas|init_flashinfer|_init_attention|get_attn_backend|init_threads_binding)$",
+        "kernel_init",
+    ),
+    (
+        r"^(load_model|load_weights|_load_weights|load_state_dict|get_model|create_weights|init_model|_init_model|load_weights_and_postprocess|_get_weights_iterator|safetensors_weights_iterator|initialize_model|_initialize_model|download_weights|_prepare_weights)$",
+        "weight_load",
+    ),
+    (
+        r"^(init_torch_distributed|init_distributed_environment|initialize_model_parallel|init_process_group|init_world_group|init_model_parallel_group|ensure_model_parallel_initialized|_init_distributed|init_worker_distributed_environment)$",
+        "dist_init",
+    ),
+    (
+        r"^(parse_args|check_server_args|__post_init__|create_engine_config|from_cli_args|_verify_args|verify_with_parallel_config|_check_and_set_config)$",
+        "launch",
+    ),
+    (
+        r"^(event_loop_normal|event_loop_overlap|run_batch|forward_batch_generation|process_batch_result|exposed_step|forward_step|forward_fill_batch|prepare_for_extend|prepare_for_decode|run_busy_loop|_process_engine_step|step_with_batch_queue|handle_generate_request|generate_request)$",
+        "serving",
+    ),
     # a model forward pass that no frame above names: before the service is up, the first forwards are the
     # profile / warm-up runs
     (r"^(forward|_forward|forward_impl|forward_native|forward_cuda|_call_impl|_wrapped_call_impl)$", "warmup"),
@@ -49,20 +76,30 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
 # the error itself → the phase it belongs to, for excerpts with neither markers nor telling frames
 ERROR_PHASES: tuple[tuple[str, str], ...] = (
     (r"Capture cuda graph failed|stream is capturing|CUDA graph capture|cudagraph", "graph_capture"),
-    (r"could not be created: KV cache|KV cache (?:size|memory|blocks?)\b|Not enough memory\. Please try to increase --mem-fraction-static|No available memory for the cache blocks|"
-     r"KV cache is needed|Not enough space for mamba|Cannot auto-fit max_model_len", "memory_pool"),
+    (
+        r"could not be created: KV cache|KV cache (?:size|memory|blocks?)\b|Not enough memory\. Please try to increase --mem-fraction-static|No available memory for the cache blocks|"
+        r"KV cache is needed|Not enough space for mamba|Cannot auto-fit max_model_len",
+        "memory_pool",
+    ),
     # the engine's own ZMQ IPC sockets are bound while it launches (front end ↔ engine core), not by torch.distributed
     (r"ZMQError: Address already in use|zmq\.error\.ZMQError", "launch"),
-    (r"NCCL|nccl|ProcessGroup|gloo|init_process_group|TCPStore|c10d|rendezvous|EADDRINUSE|Address already in use|"
-     r"custom.?all.?reduce", "dist_init"),
-    (r"no kernel image|undefined symbol|ImportError|ModuleNotFoundError|cannot open shared object|"
-     r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+", "launch"),
+    (
+        r"NCCL|nccl|ProcessGroup|gloo|init_process_group|TCPStore|c10d|rendezvous|EADDRINUSE|Address already in use|"
+        r"custom.?all.?reduce",
+        "dist_init",
+    ),
+    (
+        r"no kernel image|undefined symbol|ImportError|ModuleNotFoundError|cannot open shared object|"
+        r"driver version is insufficient|driver on your system is too old|is not compatible with the current|Failed to import|sm_\d+",
+        "launch",
+    ),
     (r"must be divisible|is greater than the derived|argument --|invalid choice|ValueError", "launch"),
 )
 # torch.compile's own frames, and each engine's compile backend (Engine.compile_dirs)
-_COMPILE_FILES = rxcache.compile("|".join((r"/torch/_dynamo/", r"/torch/_inductor/")
-                                          + tuple(f"/{re.escape(d)}/" for d in each("compile_dirs"))))
-_ERROR_RX: tuple = ()    # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
+_COMPILE_FILES = rxcache.compile(
+    "|".join((r"/torch/_dynamo/", r"/torch/_inductor/") + tuple(f"/{re.escape(d)}/" for d in each("compile_dirs")))
+)
+_ERROR_RX: tuple = ()  # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
 _NAMES = rxcache.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
 
 
@@ -71,7 +108,7 @@ def _frame_matcher(pattern: str):
     m = _NAMES.fullmatch(pattern)
     if m:
         names = frozenset(m.group(1).split("|"))
-        return lambda f: f in names or (f[-1:] == "\n" and f[:-1] in names)   # `$` also matches before a final \n
+        return lambda f: f in names or (f[-1:] == "\n" and f[:-1] in names)  # `$` also matches before a final \n
     return rxcache.compile(pattern).match
 
 
@@ -84,6 +121,7 @@ def _error_rx() -> tuple:
         _ERROR_RX = tuple((rxcache.compile(p), ph) for p, ph in ERROR_PHASES)
     return _ERROR_RX
 
+
 _SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
 _SD_EXIT = rxcache.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
 _SD_RESULT = rxcache.compile(r"Failed with result '(?P<result>[\w-]+)'")
@@ -91,23 +129,29 @@ _SD_RESTART = rxcache.compile(r"Scheduled restart job, restart counter is at (?P
 _SD_TIMEOUT = rxcache.compile(r"start(?:-pre|-post)? operation timed out|State 'start[\w-]*' timed out")
 _SD_OOM = rxcache.compile(r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'")
 _SD_STOPPING = rxcache.compile(r"^Stopping ")  # a stop job someone asked for; after a crash systemd says "Stopped"
-_XID = rxcache.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)")
-_KOOM = rxcache.compile(r"(?:Out|out) of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer")
-_SHUTDOWN = rxcache.compile(r"Application shutdown complete|Shutting down|Finished server process|shutting down executor")
+_XID = rxcache.compile(
+    r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+),(?: pid=(?P<xpid>\d+|'<unknown>'), name=(?P<xname>[^,]+),)? ?(?P<xmsg>.*)"
+)
+_KOOM = rxcache.compile(
+    r"(?:Out|out) of memory: Killed process (?P<kpid>\d+) \((?P<kname>[^)]+)\)|oom-kill:|invoked oom-killer"
+)
+_SHUTDOWN = rxcache.compile(
+    r"Application shutdown complete|Shutting down|Finished server process|shutting down executor"
+)
 _FALLEN = rxcache.compile(r"GPU has fallen off the bus|fallen off the bus")
 
 
 class SystemdVerdict(TypedDict, total=False):
     """systemd's verdict on an attempt, merged from its `systemd` events (values as systemd printed them)."""
 
-    code: str          # exited | killed | dumped (Main process exited, code=...)
-    status: str        # exit status or signal number
-    signal: str        # signal name, "None" when systemd named none
-    result: str        # Failed with result '...'
-    oom: str           # "true": the unit's OOM killer verdict
-    stopped_by: str    # "operator": a stop job someone asked for
-    restarts: str      # restart counter
-    timeout: str       # "start": a start operation timed out
+    code: str  # exited | killed | dumped (Main process exited, code=...)
+    status: str  # exit status or signal number
+    signal: str  # signal name, "None" when systemd named none
+    result: str  # Failed with result '...'
+    oom: str  # "true": the unit's OOM killer verdict
+    stopped_by: str  # "operator": a stop job someone asked for
+    restarts: str  # restart counter
+    timeout: str  # "start": a start operation timed out
 
 
 @dataclass(slots=True)
@@ -115,7 +159,7 @@ class Event:
     """One dated happening in an attempt: a marker, a death, a systemd or a kernel line."""
 
     line: int
-    kind: EventKind                # vocab.EVENT_KINDS: marker | death | systemd | kernel
+    kind: EventKind  # vocab.EVENT_KINDS: marker | death | systemd | kernel
     name: str
     phase: str | None = None
     rank: str | None = None
@@ -148,10 +192,10 @@ class RankView:
 
     rank: str
     phases: list[PhaseSpan] = field(default_factory=list)
-    phase: str | None = None       # where the rank is (or was when it died)
+    phase: str | None = None  # where the rank is (or was when it died)
     died: bool = False
     death_line: int = 0
-    error: str = ""                # the decisive error text of this rank, if any
+    error: str = ""  # the decisive error text of this rank, if any
     readings: dict[str, float | str] = field(default_factory=dict)
     lines: int = 0
 
@@ -168,18 +212,18 @@ class Attempt:
     events: list[Event]
     ranks: dict[str, RankView]
     config: Config
-    phase: str = "unknown"         # where it failed, or the furthest phase reached when it did not
+    phase: str = "unknown"  # where it failed, or the furthest phase reached when it did not
     phase_source: PhaseSource = "markers"  # vocab.PHASE_SOURCES: markers | frames | none
     failed: bool = False
     ready: bool = False
     first_failing_rank: str | None = None
-    fatal_line: int = 0            # first fatal line (traceback/death) of the attempt
-    start_seen: bool = False       # the launch of this attempt is inside the window
-    systemd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())   # result, exit code/status, timeout
+    fatal_line: int = 0  # first fatal line (traceback/death) of the attempt
+    start_seen: bool = False  # the launch of this attempt is inside the window
+    systemd: SystemdVerdict = field(default_factory=lambda: SystemdVerdict())  # result, exit code/status, timeout
     kernel: list[Event] = field(default_factory=list)
     readings: dict[str, float | str] = field(default_factory=dict)
-    decisive: dcs.Decisive | None = None   # the one decisive-error computation every consumer reads
-    hang: serving.Hang | None = None       # stopped answering while serving (no traceback of its own)
+    decisive: dcs.Decisive | None = None  # the one decisive-error computation every consumer reads
+    hang: serving.Hang | None = None  # stopped answering while serving (no traceback of its own)
 
     @property
     def completed_by_all(self) -> str | None:
@@ -244,8 +288,9 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
     # the launch of every later attempt is inside the window by construction; the first one's maybe not
     for a in attempts[1:]:
         a.start_seen = True
-    return Timeline(engine=eng, engine_version=version, attempts=attempts, records=records,
-                    start_seen=attempts[0].start_seen)
+    return Timeline(
+        engine=eng, engine_version=version, attempts=attempts, records=records, start_seen=attempts[0].start_seen
+    )
 
 
 @dataclass(slots=True)
@@ -272,8 +317,9 @@ class _Reading:
                 self.systemd(r)
             return
         msg = r.msg
-        if r.transport == KERNEL or (r.transport == SERVICE and any(w in msg for w in KERNEL_WORDS)
-                                     and kernel_sourced(r)):   # provenance: never a quote inside an engine line
+        if r.transport == KERNEL or (
+            r.transport == SERVICE and any(w in msg for w in KERNEL_WORDS) and kernel_sourced(r)
+        ):  # provenance: never a quote inside an engine line
             self.kernel_line(r)
             if r.transport == KERNEL:
                 return
@@ -329,8 +375,9 @@ class _Reading:
         self.events.append(Event(r.line, "marker", m.name, m.phase, rk, r.msg, vals, r.ts))
 
 
-def _attempt(index: int, recs: list[Record], engine: str, version: str | None, tables,
-             own: att.Ownership | None = None) -> Attempt:
+def _attempt(
+    index: int, recs: list[Record], engine: str, version: str | None, tables, own: att.Ownership | None = None
+) -> Attempt:
     marker_tab, death_tab = tables
     rd = _Reading(engine, marker_tab, death_tab, own or att.Ownership())
     blocks = assemble([r for r in recs if not r.extra.get(att.FOREIGN)])
@@ -343,9 +390,20 @@ def _attempt(index: int, recs: list[Record], engine: str, version: str | None, t
     att.attribute_kill_reports(rd.kernel)
     config = extract_config(recs, engine, version)
     _derive(rd.readings, config.levers)
-    a = Attempt(index=index, start_line=recs[0].line if recs else 0, end_line=recs[-1].last_line if recs else 0,
-                records=recs, blocks=blocks, events=rd.events, ranks=rd.ranks, config=config, systemd=rd.sd,
-                kernel=rd.kernel, readings=rd.readings, start_seen=rd.start_seen)
+    a = Attempt(
+        index=index,
+        start_line=recs[0].line if recs else 0,
+        end_line=recs[-1].last_line if recs else 0,
+        records=recs,
+        blocks=blocks,
+        events=rd.events,
+        ranks=rd.ranks,
+        config=config,
+        systemd=rd.sd,
+        kernel=rd.kernel,
+        readings=rd.readings,
+        start_seen=rd.start_seen,
+    )
     _decide(a, rd.tracker.phase, rd.ready_line, rd.deaths, marker_tab, engine)
     return a
 
@@ -401,7 +459,7 @@ def frames_phase(block: Block | None) -> str | None:
         return None
     funcs = [fr.func for sec in block.sections for fr in sec.frames]
     if any(_COMPILE_FILES.search(fr.file) for sec in block.sections for fr in sec.frames):
-        return "graph_capture"   # torch.compile itself failed (dynamo / inductor / the engine's compile backend)
+        return "graph_capture"  # torch.compile itself failed (dynamo / inductor / the engine's compile backend)
     for hit, ph in _FRAME_RX:
         if any(hit(f) for f in funcs):
             return ph
@@ -442,7 +500,11 @@ def _systemd_failed(sd: SystemdVerdict, ready_line: int) -> bool:
         return False
     if sd.get("result") not in (None, "success") or sd.get("code") in ("killed", "dumped"):
         return True
-    return (sd.get("code") == "exited" and sd.get("status") not in (None, "0")) or "timeout" in sd or sd.get("oom") == "true"
+    return (
+        (sd.get("code") == "exited" and sd.get("status") not in (None, "0"))
+        or "timeout" in sd
+        or sd.get("oom") == "true"
+    )
 
 
 def _kernel_bad(kernel: list[Event]) -> bool:
@@ -476,8 +538,11 @@ def _precursor_deaths(a: Attempt) -> list[Event]:
     """A fatal precursor (a negative KV size) with nothing after it but the end of the window is a death too."""
     pool = PHASE_INDEX["memory_pool"]
     later = [e.line for e in a.events if e.kind == "marker" and PHASE_INDEX.get(e.phase or "", 0) > pool]
-    return [Event(ln, "death", "fatal_precursor", text=t, values=v) for ln, t, v in dcs.precursors(a.records)
-            if not any(line > ln for line in later)][:1]
+    return [
+        Event(ln, "death", "fatal_precursor", text=t, values=v)
+        for ln, t, v in dcs.precursors(a.records)
+        if not any(line > ln for line in later)
+    ][:1]
 
 
 def _failing_rank(after_ready: list[Block], engine: str) -> str | None:
@@ -536,8 +601,9 @@ def _error_phase(blocks: list[Block], a: Attempt) -> str | None:
 
 
 # a rank tag, or an engine's worker process tag (Engine.worker_processes)
-_WORKER_RANK = rxcache.compile("|".join((r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$",)
-                                        + tuple(f"^(?:{p})" for p in each("worker_processes"))))
+_WORKER_RANK = rxcache.compile(
+    "|".join((r"^(?:(?:DP|PP)\d+ )*(?:TP|EP|rank)\d+$",) + tuple(f"^(?:{p})" for p in each("worker_processes")))
+)
 
 
 def _phase_at(a: Attempt, line: int, rank: str | None, marker_tab) -> tuple[str | None, bool]:
@@ -561,8 +627,14 @@ def _systemd_event(r: Record) -> Event | None:
     msg = r.msg
     m = _SD_EXIT.search(msg)
     if m:
-        return Event(r.line, "systemd", "exit", values={"code": m.group("code"), "status": m.group("status"),
-                                                          "signal": m.group("signame")}, text=msg, ts=r.ts)
+        return Event(
+            r.line,
+            "systemd",
+            "exit",
+            values={"code": m.group("code"), "status": m.group("status"), "signal": m.group("signame")},
+            text=msg,
+            ts=r.ts,
+        )
     m = _SD_RESULT.search(msg)
     if m:
         vals = {"result": m.group("result")}

@@ -8,6 +8,7 @@ a traceback, or a chained traceback lost its last exception line, that cut trace
 the failure although its exception is not visible (`cut` says so, and the verdict lowers its confidence). Request-level
 errors after the service came up (a client that disconnected, a 400 for a too-long prompt) are not decisive.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,16 +25,23 @@ from logdoctor.timeline.hints import strip_false
 
 FOREIGN = "foreign"
 WRAPPED = rxcache.compile(  # an engine wrapper that quotes the inner error
-    r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S)
+    r"^(?:Capture cuda graph failed|Fail when using backend: \w+ for prefill runner|.*? failed): (?P<inner>.+)$", re.S
+)
 _NOT_FATAL = ("KeyboardInterrupt", "SystemExit", "asyncio.CancelledError", "CancelledError", "GeneratorExit")
 # request-level failures in the HTTP layer: one client's request, not the engine (issue 10 item 6)
-_REQUEST_EXC = rxcache.compile(r"(?:^|\.)(?:EndOfStream|ClientDisconnect|ClosedResourceError|BrokenResourceError|"
-                               r"WouldBlock|CancelledError|ConnectionResetError|BrokenPipeError|LocalProtocolError|"
-                               r"HTTPException|RequestValidationError|EngineGenerateError|TooLongPrompt\w*)$")
-_REQUEST_HEAD = rxcache.compile(r"Exception in ASGI application|Error in ASGI|Exception in callback|Task exception was never retrieved")
-_REQUEST_MSG = rxcache.compile(r"is longer than the model's context length|maximum context length is \d+ tokens|"
-                               r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
-                               r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long")
+_REQUEST_EXC = rxcache.compile(
+    r"(?:^|\.)(?:EndOfStream|ClientDisconnect|ClosedResourceError|BrokenResourceError|"
+    r"WouldBlock|CancelledError|ConnectionResetError|BrokenPipeError|LocalProtocolError|"
+    r"HTTPException|RequestValidationError|EngineGenerateError|TooLongPrompt\w*)$"
+)
+_REQUEST_HEAD = rxcache.compile(
+    r"Exception in ASGI application|Error in ASGI|Exception in callback|Task exception was never retrieved"
+)
+_REQUEST_MSG = rxcache.compile(
+    r"is longer than the model's context length|maximum context length is \d+ tokens|"
+    r"This model's maximum context length|status_code=4\d\d|HTTP 4\d\d|Bad Request|"
+    r"is too long and exceeds limit|Input prompt \(\d+ tokens\) is too long"
+)
 # a frame in an engine's own package (Engine.package_dirs)
 ENGINE_FILE = rxcache.compile("/(?:" + "|".join(map(re.escape, each("package_dirs"))) + ")/")
 _SERVER_FRAMES = rxcache.compile(r"/(?:starlette|uvicorn|fastapi|anyio|h11|httptools|sse_starlette|aiohttp)/")
@@ -47,17 +55,17 @@ _CHECK_FAILED = rxcache.compile(r"^(?:Failed: )?Cuda (?:error|failure) \S+:\d+ '
 class Decisive:
     """The blocks an attempt's verdict rests on: fatal ones, a cut traceback, per-request errors."""
 
-    fatal: list[Block] = field(default_factory=list)      # complete fatal blocks, input order
-    cut: Block | None = None                              # a traceback cut before its exception line
-    cut_reason: str | None = None                         # "inside a traceback" | "traceback without its exception line"
-    request_errors: list[Block] = field(default_factory=list)   # per-request errors after ready (not fatal)
-    errors: list[tuple[int, str]] = field(default_factory=list)    # every section "Type: msg" + ERROR lines
-    inner: list[tuple[int, str]] = field(default_factory=list)     # root causes
-    wrapper: list[tuple[int, str]] = field(default_factory=list)   # outermost exception of each fatal block
-    error_lines: list[int] = field(default_factory=list)   # ERROR/CRITICAL and bare fatal CUDA/NCCL lines outside
+    fatal: list[Block] = field(default_factory=list)  # complete fatal blocks, input order
+    cut: Block | None = None  # a traceback cut before its exception line
+    cut_reason: str | None = None  # "inside a traceback" | "traceback without its exception line"
+    request_errors: list[Block] = field(default_factory=list)  # per-request errors after ready (not fatal)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # every section "Type: msg" + ERROR lines
+    inner: list[tuple[int, str]] = field(default_factory=list)  # root causes
+    wrapper: list[tuple[int, str]] = field(default_factory=list)  # outermost exception of each fatal block
+    error_lines: list[int] = field(default_factory=list)  # ERROR/CRITICAL and bare fatal CUDA/NCCL lines outside
     #                                                        tracebacks that can end an attempt (recoverable ones out)
-    recoverable: list[int] = field(default_factory=list)   # error lines set aside: the service went on past them
-    rank: str | None = None   # the failing rank: of the earliest decisive traceback that is not a front-end echo
+    recoverable: list[int] = field(default_factory=list)  # error lines set aside: the service went on past them
+    rank: str | None = None  # the failing rank: of the earliest decisive traceback that is not a front-end echo
     #                           (set by timeline._decide, which also drops tracebacks the service served past)
 
     @property
@@ -80,19 +88,24 @@ class Decisive:
 #   SGLang  "max_total_tokens=N is larger than the profiled value -M" (a negative pool size)
 #   vLLM    "Available KV cache memory: -X GiB" (nothing left for the cache), "No available memory for the cache blocks";
 #           older builds "the rest of the memory reserved for KV Cache is -X GiB" and "# cuda blocks: 0"
-PRECURSORS = rxcache.compile(r"is larger than the profiled value (?P<profiled_kv_tokens>-\d+)|"
-                             r"Available KV cache memory: (?P<negative_kv_gib>-[\d.]+) GiB|"
-                             r"reserved for KV Cache is (?P<negative_kv_gib2>-[\d.]+) ?GiB|# (?:cuda|GPU) blocks: 0\b|"
-                             r"No available memory for the cache blocks|"
-                             r"Not enough memory\. Please try to increase --mem-fraction-static")
+PRECURSORS = rxcache.compile(
+    r"is larger than the profiled value (?P<profiled_kv_tokens>-\d+)|"
+    r"Available KV cache memory: (?P<negative_kv_gib>-[\d.]+) GiB|"
+    r"reserved for KV Cache is (?P<negative_kv_gib2>-[\d.]+) ?GiB|# (?:cuda|GPU) blocks: 0\b|"
+    r"No available memory for the cache blocks|"
+    r"Not enough memory\. Please try to increase --mem-fraction-static"
+)
 
 
 def precursors(records: list[Record]) -> list[tuple[int, str, dict]]:
     """(line, text, captures) of the fatal precursor lines among the service's own records."""
     out = []
     for r in records:
-        if r.transport != SERVICE or r.extra.get(FOREIGN) or not ("memory" in r.msg or "profiled" in r.msg
-                                                                   or "blocks" in r.msg or "KV Cache" in r.msg):
+        if (
+            r.transport != SERVICE
+            or r.extra.get(FOREIGN)
+            or not ("memory" in r.msg or "profiled" in r.msg or "blocks" in r.msg or "KV Cache" in r.msg)
+        ):
             continue
         m = PRECURSORS.search(r.msg)
         if m:
@@ -117,14 +130,16 @@ def is_request_error(b: Block) -> bool:
     types = [s.exc_type or "" for s in b.sections]
     msgs = " ".join(s.exc_msg or "" for s in b.sections)
     files = [f.file for s in b.sections for f in s.frames]
-    if _REQUEST_HEAD.search(b.header) or (files and all(_SERVER_FRAMES.search(f) or "/entrypoints/" in f
-                                                        or "/openai/" in f for f in files[-3:])):
+    if _REQUEST_HEAD.search(b.header) or (
+        files and all(_SERVER_FRAMES.search(f) or "/entrypoints/" in f or "/openai/" in f for f in files[-3:])
+    ):
         if any(_REQUEST_EXC.search(t) for t in types if t) or _REQUEST_MSG.search(msgs):
             return True
         if _REQUEST_HEAD.search(b.header) and files and _SERVER_FRAMES.search(files[-1]):
             return True
-    return bool(_REQUEST_MSG.search(msgs)) and all(not t or _REQUEST_EXC.search(t) or t.endswith(("ValueError", "BadRequestError"))
-                                                   for t in types)
+    return bool(_REQUEST_MSG.search(msgs)) and all(
+        not t or _REQUEST_EXC.search(t) or t.endswith(("ValueError", "BadRequestError")) for t in types
+    )
 
 
 def _cut_block(blocks: list[Block], records: list[Record], marker_lines: list[int]) -> tuple[Block | None, str | None]:
@@ -137,7 +152,7 @@ def _cut_block(blocks: list[Block], records: list[Record], marker_lines: list[in
         if b.kind != "traceback" or fin is None or not fin.frames or fin.exc_type or fin.exc_msg:
             continue
         if any(l > b.last_line for l in marker_lines):
-            continue          # the service went on to a later phase: a warning's stack, not its death
+            continue  # the service went on to a later phase: a warning's stack, not its death
         after = [r for r in own if r.line > b.last_line and r.line not in in_blocks]
         if len(after) > 6:
             continue
@@ -207,8 +222,10 @@ def _read_error_lines(d: Decisive, a, ready_line: int) -> None:
 
 _EXC_LINE = rxcache.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
 # a line that is itself a CUDA / NCCL error report (not a warning that mentions one): the catalogue decides if fatal
-_BARE = rxcache.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception): )?(?:CUDA (?:driver )?error: |NCCL error\b|"
-                        r"Cuda (?:error|failure) |CUDA error at )")
+_BARE = rxcache.compile(
+    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception): )?(?:CUDA (?:driver )?error: |NCCL error\b|"
+    r"Cuda (?:error|failure) |CUDA error at )"
+)
 
 
 def is_bare_fatal(msg: str) -> bool:
@@ -268,8 +285,12 @@ class Followed:
                 by.setdefault(key, []).append(m)
                 if own.get(e.line, False):
                     by_own.setdefault(key, []).append(m)
-        return cls({k: cls._index(v) for k, v in by.items()}, {k: cls._index(v) for k, v in by_own.items()},
-                   max((b.first_line for b in d.blocks), default=0), ready_line)
+        return cls(
+            {k: cls._index(v) for k, v in by.items()},
+            {k: cls._index(v) for k, v in by_own.items()},
+            max((b.first_line for b in d.blocks), default=0),
+            ready_line,
+        )
 
     def phase_at(self, line: int, rank: str) -> int:
         """The furthest phase index this rank (or the rank-less main process) had reached at `line`."""
@@ -297,8 +318,11 @@ class Followed:
 
 RecoverableHook = Callable[[Record, Followed], bool]
 # a line that announces its own retry or fallback ("retrying 1 of 2", "will retry", "falling back to")
-_RETRY = rxcache.compile(r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\bre-?trying\b|\battempt \d+ ?(?:of|/) ?\d+|"
-                         r"\bfall(?:ing)? ?back\b", re.I)
+_RETRY = rxcache.compile(
+    r"\bretry(?:ing)?\b|\bwill retry\b|\btrying again\b|\bre-?trying\b|\battempt \d+ ?(?:of|/) ?\d+|"
+    r"\bfall(?:ing)? ?back\b",
+    re.I,
+)
 
 
 def _advice(r: Record, f: Followed) -> bool:
@@ -334,7 +358,7 @@ def is_recoverable(r: Record, follow: Followed) -> bool:
 
 
 def section_text(s) -> str:
-    """"Type: message" of a section, without engine hints whose stated condition the message refutes."""
+    """ "Type: message" of a section, without engine hints whose stated condition the message refutes."""
     return strip_false(f"{s.exc_type}: {s.exc_msg}" if s.exc_type else s.exc_msg)
 
 

@@ -7,6 +7,7 @@ hint's cause and flag are never proposed when the stated condition does not hold
 unconditional hints, are kept (rules may read them through the `hint` leaf; calibration caps a verdict resting on
 one of them).
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,9 @@ from logdoctor.core import rxcache
 _EXIT = rxcache.compile(r"\(exit code:? (?P<code>-?\d+)\)|exit code (?P<code2>-?\d+)\b|exit status (?P<code3>-?\d+)")
 # "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T` to check ..." (to the sentence end
 # and a following "Run/Check ..." sentence that belongs to it)
-_IF_EXIT = rxcache.compile(r"(?<!\s)\s*If (?:the )?exit code is (?P<want>-?\d+)\b[^.]*\.(?:\s*(?:Run|Check|See)\b[^.]*?(?:\.(?=\s|$)|$))?")
+_IF_EXIT = rxcache.compile(
+    r"(?<!\s)\s*If (?:the )?exit code is (?P<want>-?\d+)\b[^.]*\.(?:\s*(?:Run|Check|See)\b[^.]*?(?:\.(?=\s|$)|$))?"
+)
 
 
 def strip_false(text: str) -> str:
@@ -30,4 +33,5 @@ def strip_false(text: str) -> str:
 
     def drop(h: re.Match) -> str:
         return "" if int(h.group("want")) != code else h.group(0)
+
     return _IF_EXIT.sub(drop, text).rstrip()

@@ -8,6 +8,7 @@ The frame has one row per attempt (status `diagnosed` or `healthy`) and one row 
 (status `empty` or `unreadable`, with `reason`), so every input is accounted for. `df.attrs["inputs"]` lists every
 log read (tar members included) with its status; docs/triage.md describes the columns.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,7 @@ from logdoctor.triage.analyse import COLUMNS
 class TriageRun:
     """What one run produced, before any filter: the frame and its accounting."""
 
-    frame: object                      # pandas.DataFrame
+    frame: object  # pandas.DataFrame
     inputs: list[dict] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
@@ -33,13 +34,15 @@ class TriageRun:
         return [i for i in self.inputs if i["status"] == "unreadable"]
 
 
-def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = None, progress: bool = False
-        ) -> TriageRun:
+def run(
+    paths, *, jobs: int | None = None, scheduler=None, year: int | None = None, progress: bool = False
+) -> TriageRun:
     import time
 
     from logdoctor.core.errors import UsageError
     from logdoctor.triage import runner
     from logdoctor.triage.inputs import expand
+
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [str(p) for p in paths]
@@ -59,17 +62,22 @@ def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = No
         if bar:
             bar.close()
     import pandas as pd
+
     rows: list[dict] = []
-    inputs: list[dict] = [{"source": p, "member": None, "status": "unreadable", "reason": why, "attempts": 0,
-                           "bytes": 0, "lines": 0} for p, why in missing]
+    inputs: list[dict] = [
+        {"source": p, "member": None, "status": "unreadable", "reason": why, "attempts": 0, "bytes": 0, "lines": 0}
+        for p, why in missing
+    ]
     for r in results:
         rows.extend(r.rows)
         inputs.extend(r.inputs)
-    for acc in inputs:     # inputs without an attempt still get a row, so every export lists them
+    for acc in inputs:  # inputs without an attempt still get a row, so every export lists them
         if acc["status"] in ("empty", "unreadable") and not acc["attempts"]:
-            rows.append({c: None for c in COLUMNS} | {"source": acc["source"], "member": acc["member"],
-                                                       "status": acc["status"], "reason": acc["reason"]})
-        elif acc["status"] == "unreadable":   # partly read: its rows carry the reason too
+            rows.append(
+                {c: None for c in COLUMNS}
+                | {"source": acc["source"], "member": acc["member"], "status": acc["status"], "reason": acc["reason"]}
+            )
+        elif acc["status"] == "unreadable":  # partly read: its rows carry the reason too
             for row in rows:
                 if row["source"] == acc["source"] and row["member"] == acc["member"]:
                     row["reason"] = acc["reason"]
@@ -79,8 +87,13 @@ def run(paths, *, jobs: int | None = None, scheduler=None, year: int | None = No
     for c in ("attempt", "evidence_line", "lines"):
         df[c] = df[c].astype("Int64")
     df.attrs["inputs"] = inputs
-    return TriageRun(frame=df, inputs=inputs, bytes=sum(r.bytes for r in results),
-                     lines=sum(r.lines for r in results), seconds=time.perf_counter() - t0)
+    return TriageRun(
+        frame=df,
+        inputs=inputs,
+        bytes=sum(r.bytes for r in results),
+        lines=sum(r.lines for r in results),
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def _import_pandas() -> None:
@@ -97,6 +110,7 @@ def triage(paths, *, jobs: int | None = None, scheduler=None, year: int | None =
 def apply_filters(df, *, since=None, until=None, hosts=(), causes=()):
     """--since/--until (attempt start time), --host, --cause; rows of empty/unreadable inputs always stay."""
     import pandas as pd
+
     keep = df["status"].isin(["empty", "unreadable"])
     m = ~keep
     if since is not None:
@@ -113,6 +127,7 @@ def apply_filters(df, *, since=None, until=None, hosts=(), causes=()):
 def _progress(specs):
     """A progress bar on a terminal only (files, MB, rate, ETA)."""
     import sys
+
     if not sys.stderr.isatty():
         return None
     try:
@@ -121,10 +136,19 @@ def _progress(specs):
         return None
     total = sum(s.size for s in specs)
     import shutil
-    size = shutil.get_terminal_size((100, 24))   # a fresh pty reports 0x0: tqdm would hide the bar (row >= 0 rows)
-    bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=f"triage 0/{len(specs)} files",
-               file=sys.stderr, ncols=size.columns if size.columns > 20 else 100,
-               nrows=size.lines if size.lines > 1 else 24, mininterval=0.2)
+
+    size = shutil.get_terminal_size((100, 24))  # a fresh pty reports 0x0: tqdm would hide the bar (row >= 0 rows)
+    bar = tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=f"triage 0/{len(specs)} files",
+        file=sys.stderr,
+        ncols=size.columns if size.columns > 20 else 100,
+        nrows=size.lines if size.lines > 1 else 24,
+        mininterval=0.2,
+    )
     done = [0]
 
     class Bar:
@@ -135,6 +159,7 @@ def _progress(specs):
 
         def close(self):
             bar.close()
+
     return Bar()
 
 

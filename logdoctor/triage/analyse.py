@@ -4,6 +4,7 @@ The rows come from `logdoctor.verdict.api.diagnose_timeline` per attempt (each a
 the window up to it, so the fix planner still sees what earlier attempts tried); nothing here re-decides a cause.
 A journal (or a text journal of several services) is split by unit first, then by attempt.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,11 +21,38 @@ from logdoctor.timeline.attempts import outcome as attempt_outcome
 from logdoctor.verdict import signature as failure
 from logdoctor.verdict.signature import signature
 
-COLUMNS = ("source", "member", "host", "unit", "engine", "engine_version", "attempt", "start_time", "year_source",
-           "phase", "outcome", "status", "cause", "confidence", "rule", "rank", "first_fix", "signature",
-           "error_template", "frames", "evidence_line", "evidence", "config_id", "hardware_evidence", "lines", "reason")
+COLUMNS = (
+    "source",
+    "member",
+    "host",
+    "unit",
+    "engine",
+    "engine_version",
+    "attempt",
+    "start_time",
+    "year_source",
+    "phase",
+    "outcome",
+    "status",
+    "cause",
+    "confidence",
+    "rule",
+    "rank",
+    "first_fix",
+    "signature",
+    "error_template",
+    "frames",
+    "evidence_line",
+    "evidence",
+    "config_id",
+    "hardware_evidence",
+    "lines",
+    "reason",
+)
 _YEARLESS = ("journal-short", "journal-short-precise", "journal-with-unit")
-_HW = re.compile(r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)")
+_HW = re.compile(
+    r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)"
+)
 _XID_CODE = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
 # a unit named after a registered engine (Engine.unit_words), or after serving a model in general
 _ENGINE_UNIT = re.compile("|".join(map(re.escape, each("unit_words") + ("llm", "inference", "serve"))), re.I)
@@ -35,21 +63,24 @@ def _pipeline():
     """Rules and the classifier, loaded once per process (worker)."""
     from logdoctor.classify.runtime import load_default
     from logdoctor.matching.loader import load_rules
+
     return load_rules(()), load_default()
 
 
-def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0, healthy_only: bool = False
-                  ) -> list[dict] | None:
+def analyse_lines(
+    lines: list[tuple[int, str]], meta: dict, min_start: int = 0, healthy_only: bool = False
+) -> list[dict] | None:
     """(input line number, text) pairs of one segment → rows. `meta`: source, member, year, year_source, mtime.
     Attempts that start before input line `min_start` (earlier attempts given as context) get no row.
     `healthy_only`: return None, before any diagnosis, as soon as an attempt of these lines fails (the caller
     reads that segment again in full)."""
     from logdoctor.input.read import read_lines
+
     if not lines:
         return []
     numbers = [n for n, _ in lines]
     res = read_lines([t for _, t in lines], meta["source"], year=meta.get("year"))
-    for r in res.records:       # back to the input's own line numbers (the segment may be a reduced selection)
+    for r in res.records:  # back to the input's own line numbers (the segment may be a reduced selection)
         r.line = numbers[r.line - 1]
         if r.end_line:
             r.end_line = numbers[min(r.end_line, len(numbers)) - 1]
@@ -59,29 +90,40 @@ def analyse_lines(lines: list[tuple[int, str]], meta: dict, min_start: int = 0, 
 
 def analyse_entries(entries, meta: dict) -> list[dict]:
     from logdoctor.input.read import read_entries
+
     res = read_entries(entries, meta["source"])
     return analyse_records(res.records, res.stats.read, meta) or []
 
 
-def analyse_records(records: list[Record], nread: int, meta: dict, min_start: int = 0, healthy_only: bool = False
-                    ) -> list[dict] | None:
+def analyse_records(
+    records: list[Record], nread: int, meta: dict, min_start: int = 0, healthy_only: bool = False
+) -> list[dict] | None:
     from logdoctor.timeline.build import Timeline, build
     from logdoctor.verdict.api import diagnose_timeline
+
     rules, classifier = _pipeline()
     rows = []
     for unit, recs in split_units(records):
         tl = build(recs, _own_engine(recs, min_start))
-        if tl.engine == "unknown" and not any(r.transport == SERVICE and r.msg.strip() for r in recs) and \
-                not any(a.failed for a in tl.attempts):
-            continue    # a README or a label file; a kernel log whose Xid killed the engine is kept (a row to flag)
+        if (
+            tl.engine == "unknown"
+            and not any(r.transport == SERVICE and r.msg.strip() for r in recs)
+            and not any(a.failed for a in tl.attempts)
+        ):
+            continue  # a README or a label file; a kernel log whose Xid killed the engine is kept (a row to flag)
         if healthy_only and any(a.records and a.failed and a.start_line >= min_start for a in tl.attempts):
             return None
         res = ReadResult(records=recs, stats=Stats(read=nread), origin=meta["source"])
         for i, a in enumerate(tl.attempts):
             if not a.records or (tl.engine == "unknown" and not a.failed) or a.start_line < min_start:
-                continue    # a README, a label file, a quiet foreign log; or a context attempt (no row of its own)
-            sub = Timeline(engine=tl.engine, engine_version=tl.engine_version, attempts=tl.attempts[:i + 1],
-                           records=recs, start_seen=tl.start_seen)
+                continue  # a README, a label file, a quiet foreign log; or a context attempt (no row of its own)
+            sub = Timeline(
+                engine=tl.engine,
+                engine_version=tl.engine_version,
+                attempts=tl.attempts[: i + 1],
+                records=recs,
+                start_seen=tl.start_seen,
+            )
             d = diagnose_timeline(sub, res, rules, classifier=classifier)
             rows.append(_row(d, a, i, unit, meta))
     return rows
@@ -93,6 +135,7 @@ def _own_engine(recs: list[Record], min_start: int) -> str:
     if not min_start:
         return "auto"
     from logdoctor.engines.detect import detect
+
     own, _ = detect([r for r in recs if r.line >= min_start])
     return own if own != "unknown" else "auto"
 
@@ -103,13 +146,21 @@ def split_units(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
     units = Counter(r.unit for r in records if r.transport == SERVICE and r.unit)
     if len(units) < 2:
         return [(next(iter(units), None), records)]
-    engine_units = [u for u in units if _ENGINE_UNIT.search(u) or
-                    any(r.unit == u and r.prefix_engine for r in records)]
+    engine_units = [u for u in units if _ENGINE_UNIT.search(u) or any(r.unit == u and r.prefix_engine for r in records)]
     out: list[tuple[str | None, list[Record]]] = []
     for u in sorted(engine_units or units):
         base = u.removesuffix(".service")
-        keep = [r for r in records if (r.unit == u if r.transport == SERVICE else
-                                       (r.unit == u or base in r.msg) if r.transport == SYSTEMD else True)]
+        keep = [
+            r
+            for r in records
+            if (
+                r.unit == u
+                if r.transport == SERVICE
+                else (r.unit == u or base in r.msg)
+                if r.transport == SYSTEMD
+                else True
+            )
+        ]
         out.append((u, keep))
     return out
 
@@ -139,26 +190,44 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
     ev = d.evidence[0] if d.evidence else None
     hw = _hardware_evidence(a)
     return {
-        "source": meta["source"], "member": meta.get("member"), "host": host[0][0] if host else meta.get("host"),
-        "unit": _row_unit(a, unit), "engine": d.engine, "engine_version": d.engine_version, "attempt": index + 1,
+        "source": meta["source"],
+        "member": meta.get("member"),
+        "host": host[0][0] if host else meta.get("host"),
+        "unit": _row_unit(a, unit),
+        "engine": d.engine,
+        "engine_version": d.engine_version,
+        "attempt": index + 1,
         "start_time": _naive_local(ts),
         "year_source": (meta.get("year_source") if yearless else "log") if ts is not None else None,
-        "phase": d.phase, "outcome": outcome, "status": "diagnosed" if a.failed else "healthy",
-        "cause": d.cause if a.failed else None, "confidence": round(float(d.confidence), 3),
-        "rule": d.rule, "rank": d.rank, "first_fix": _first_fix(d),
+        "phase": d.phase,
+        "outcome": outcome,
+        "status": "diagnosed" if a.failed else "healthy",
+        "cause": d.cause if a.failed else None,
+        "confidence": round(float(d.confidence), 3),
+        "rule": d.rule,
+        "rank": d.rank,
+        "first_fix": _first_fix(d),
         "signature": signature(d.cause, d.rule, template, frames) if a.failed else None,
-        "error_template": template or None, "frames": " > ".join(frames) or None,
-        "evidence_line": ev.line if ev else None, "evidence": ev.text if ev else None,
-        "config_id": _config_id(d, a), "hardware_evidence": "\n".join(dict.fromkeys(hw))[:1000] or None,
-        "lines": a.end_line - a.start_line + 1 if a.records else 0, "reason": None, "_start": a.start_line,
+        "error_template": template or None,
+        "frames": " > ".join(frames) or None,
+        "evidence_line": ev.line if ev else None,
+        "evidence": ev.text if ev else None,
+        "config_id": _config_id(d, a),
+        "hardware_evidence": "\n".join(dict.fromkeys(hw))[:1000] or None,
+        "lines": a.end_line - a.start_line + 1 if a.records else 0,
+        "reason": None,
+        "_start": a.start_line,
     }
 
 
 def _row_unit(a, unit: str | None) -> str | None:
     """The unit a row names: the one the journal was split by, else the attempt's own service unit or, lacking
     one, its service identifier (a plain file carries no unit field)."""
-    return unit or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None) or \
-        next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
+    return (
+        unit
+        or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None)
+        or next((r.ident for r in a.records if r.transport == SERVICE and r.ident), None)
+    )
 
 
 def _naive_local(ts: datetime | None) -> datetime | None:
@@ -188,9 +257,11 @@ def _hardware_evidence(a) -> list[str]:
     application-class Xid (13, 31, 43, 45, ...: NVIDIA's catalogue calls them the program's fault, and explain
     says illegal_memory_access for them), whose line is left out even when it came from the kernel."""
     app_xid = {e.line for e in a.kernel if e.name == "xid" and e.values.get("xid") in XID_APP}
-    return [r.msg.strip()[:200] for r in a.records
-            if kernel_sourced(r) and r.line not in app_xid and _HW.search(r.msg) and not _app_xid(r.msg)] + \
-        [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text and e.line not in app_xid]
+    return [
+        r.msg.strip()[:200]
+        for r in a.records
+        if kernel_sourced(r) and r.line not in app_xid and _HW.search(r.msg) and not _app_xid(r.msg)
+    ] + [e.text[:200] for e in a.kernel if e.name in ("xid", "fallen_off") and e.text and e.line not in app_xid]
 
 
 def _config_id(d, a) -> str | None:
@@ -206,6 +277,7 @@ def _config_id(d, a) -> str | None:
 
 def _fatal(b) -> bool:
     from logdoctor.timeline.build import is_fatal_block
+
     return is_fatal_block(b)
 
 

@@ -5,6 +5,7 @@ members are logs, itself compressed or not) or a folder of systemd .journal file
 of one machine interleave by time). Opening never reads a whole file into memory: decompression streams, tar
 members stream one after another (`tarfile` stream mode).
 """
+
 from __future__ import annotations
 
 import glob
@@ -29,18 +30,46 @@ SKIP_DIRS = {".git", "__pycache__", ".venv"}
 @dataclass(frozen=True)
 class InputSpec:
     path: str
-    kind: str          # file | journal-dir | skipped
-    size: int          # bytes on disk (for progress)
-    files: tuple[str, ...] = ()   # journal-dir: its .journal files
-    reason: str | None = None     # skipped: why
-    walked: bool = False          # found in a folder walk (not named on the command line)
+    kind: str  # file | journal-dir | skipped
+    size: int  # bytes on disk (for progress)
+    files: tuple[str, ...] = ()  # journal-dir: its .journal files
+    reason: str | None = None  # skipped: why
+    walked: bool = False  # found in a folder walk (not named on the command line)
 
 
 # Files in a folder that are not logs, by name: manifests, notes, labels, code, documents, images. A file named on
 # the command line is always read; one of these met in a folder walk is listed as skipped, never as a healthy run.
-NOT_LOG_SUFFIXES = (".yaml", ".yml", ".toml", ".ini", ".cfg", ".md", ".rst", ".py", ".sh", ".html", ".htm", ".csv",
-                    ".tsv", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".parquet", ".service", ".conf",
-                    ".sqlite", ".db", ".so", ".whl", ".ipynb", ".xlsx", ".docx")
+NOT_LOG_SUFFIXES = (
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".ini",
+    ".cfg",
+    ".md",
+    ".rst",
+    ".py",
+    ".sh",
+    ".html",
+    ".htm",
+    ".csv",
+    ".tsv",
+    ".pdf",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".svg",
+    ".parquet",
+    ".service",
+    ".conf",
+    ".sqlite",
+    ".db",
+    ".so",
+    ".whl",
+    ".ipynb",
+    ".xlsx",
+    ".docx",
+)
 
 
 def expand(paths: list[str] | tuple[str, ...]) -> tuple[list[InputSpec], list[tuple[str, str]]]:
@@ -102,7 +131,7 @@ def _walk(root: str, specs: list[InputSpec], seen: set[str], add_file) -> None:
             try:
                 mode = os.lstat(p).st_mode
             except OSError:
-                regular.append(f)   # vanished or unreadable: open() names the reason
+                regular.append(f)  # vanished or unreadable: open() names the reason
                 continue
             if stat.S_ISLNK(mode):
                 links.append(f)
@@ -117,7 +146,7 @@ def _walk(root: str, specs: list[InputSpec], seen: set[str], add_file) -> None:
                 skip(p, "a symlink out of the folder, not followed")
             elif not os.path.isfile(target):
                 skip(p, "a symlink to something that is not a regular file, not followed")
-            else:   # the walk reaches the file itself (a rotated-log alias would count it twice)
+            else:  # the walk reaches the file itself (a rotated-log alias would count it twice)
                 skip(p, "a symlink to a file in the folder, read there")
         journals = sorted(os.path.join(d, f) for f in regular if f.endswith((".journal", ".journal~")))
         if journals and d not in seen:
@@ -142,12 +171,13 @@ class Skipped(Exception):
     """An input that is not read on purpose (not a regular file, a link out of the folder, not a log)."""
 
 
-def open_decompressed(raw, origin: str = "<input>", cap: int = limits.STREAM_EXPANDED_CAP,
-                      budget: Budget | None = None) -> Opened:
+def open_decompressed(
+    raw, origin: str = "<input>", cap: int = limits.STREAM_EXPANDED_CAP, budget: Budget | None = None
+) -> Opened:
     """Undo compression layers by magic (the decompression explain uses: sources/archive.py), streamed and capped."""
     try:
         return open_layers(raw, origin, cap, budget)
-    except InputError as exc:   # zstd without the zstandard package
+    except InputError as exc:  # zstd without the zstandard package
         raise Unreadable(str(exc).removeprefix(origin + ": ")) from None
     except (OSError, EOFError) as exc:
         raise Unreadable(f"cannot read ({_short(exc)})") from None
@@ -155,15 +185,15 @@ def open_decompressed(raw, origin: str = "<input>", cap: int = limits.STREAM_EXP
 
 @dataclass
 class LogStream:
-    member: str | None         # tar member name, or None for the file itself
-    stream: Any                # binary, decompressed, with .peek
+    member: str | None  # tar member name, or None for the file itself
+    stream: Any  # binary, decompressed, with .peek
     compression: str | None
     mtime: float | None
-    journal: bool = False      # a systemd journal file (read through the journal source)
-    opened: Opened | None = None   # its decompression layers (where they stopped, what they noted)
-    skip: str | None = None    # a member that is not read (a link, a device, a sparse file): why
+    journal: bool = False  # a systemd journal file (read through the journal source)
+    opened: Opened | None = None  # its decompression layers (where they stopped, what they noted)
+    skip: str | None = None  # a member that is not read (a link, a device, a sparse file): why
     unreadable: str | None = None  # a member that cannot be read (a header over its cap, a nested archive): why
-    raw: Any = None            # the member's raw (still compressed) body: a rejected member is skipped through it
+    raw: Any = None  # the member's raw (still compressed) body: a rejected member is skipped through it
 
 
 def is_tar(head: bytes) -> bool:
@@ -188,8 +218,9 @@ def open_logs(path: str, budget: Budget | None = None, *, walked: bool = False) 
             if opened.stopped:
                 raise Unreadable(opened.stopped)
             return
-        yield LogStream(None, opened.stream, opened.compression, mtime, journal=head.startswith(JOURNAL_MAGIC),
-                        opened=opened)
+        yield LogStream(
+            None, opened.stream, opened.compression, mtime, journal=head.startswith(JOURNAL_MAGIC), opened=opened
+        )
 
 
 def _open(path: str, walked: bool):
@@ -219,8 +250,13 @@ def _open(path: str, walked: bool):
 
 
 def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symlink"),
+    ):
         if test(mode):
             return name
     return "not a plain file"
@@ -248,10 +284,11 @@ def _tar_members(opened: Opened, budget: Budget | None) -> Iterator[LogStream]:
                 continue
             if m.skip is not None:
                 unreadable = m.skip if m.skip.startswith(("its ", "member name")) else None
-                yield LogStream(m.name, None, outer, m.mtime, skip=None if unreadable else m.skip,
-                                unreadable=unreadable)
+                yield LogStream(
+                    m.name, None, outer, m.mtime, skip=None if unreadable else m.skip, unreadable=unreadable
+                )
                 continue
-            if m.body is None:   # an empty regular member
+            if m.body is None:  # an empty regular member
                 yield LogStream(m.name, io.BufferedReader(io.BytesIO(b"")), outer, m.mtime)
                 continue
             inner = open_decompressed(m.body, m.name, limits.STREAM_EXPANDED_CAP, budget)
@@ -261,15 +298,30 @@ def _tar_members(opened: Opened, budget: Budget | None) -> Iterator[LogStream]:
                 head = b""
             comp = "+".join(x for x in (outer, inner.compression) if x) or None
             if inner.layers and is_tar(head):
-                yield LogStream(m.name, None, comp, m.mtime, raw=m.body, unreadable=(
-                    f"a nested archive (a tar inside {inner.compression}); extract it and triage the folder"))
+                yield LogStream(
+                    m.name,
+                    None,
+                    comp,
+                    m.mtime,
+                    raw=m.body,
+                    unreadable=(
+                        f"a nested archive (a tar inside {inner.compression}); extract it and triage the folder"
+                    ),
+                )
                 continue
             if not inner.layers and is_tar(head):
-                yield LogStream(m.name, None, comp, m.mtime, raw=m.body,
-                                unreadable="a nested archive (a tar inside the tar); extract it and triage the folder")
+                yield LogStream(
+                    m.name,
+                    None,
+                    comp,
+                    m.mtime,
+                    raw=m.body,
+                    unreadable="a nested archive (a tar inside the tar); extract it and triage the folder",
+                )
                 continue
-            yield LogStream(m.name, inner.stream, comp, m.mtime, journal=head.startswith(JOURNAL_MAGIC),
-                            opened=inner, raw=m.body)
+            yield LogStream(
+                m.name, inner.stream, comp, m.mtime, journal=head.startswith(JOURNAL_MAGIC), opened=inner, raw=m.body
+            )
     except tarstream.TarError as exc:
         raise Unreadable(f"{exc} (after {reader.members} members)") from None
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:

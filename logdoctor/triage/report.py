@@ -9,6 +9,7 @@ seen, the first fix or action, new/regressed against `--baseline` — then the s
 its attempts and their evidence (with the command that reproduces the verdict); compact plots come after, one
 colour per cause in every plot, on a real time axis.
 """
+
 from __future__ import annotations
 
 import html
@@ -22,19 +23,24 @@ from logdoctor.triage import views
 
 # --- terminal --------------------------------------------------------------------------------------------------
 
+
 def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
-    df = views.dedupe(df)   # the same log given twice is counted once
+    df = views.dedupe(df)  # the same log given twice is counted once
     a = views.attempts(df)
     f = views.failures(df)
     inputs = df.attrs.get("inputs", [])
     st: dict[str, int] = {}
     for i in inputs:
         st[i["status"]] = st.get(i["status"], 0) + 1
-    lines = [f"triage: {len(inputs)} logs read ({', '.join(f'{v} {k}' for k, v in sorted(st.items()))}); "
-             f"{len(a)} attempts, {len(f)} failed, {a['host'].nunique()} hosts"]
+    lines = [
+        f"triage: {len(inputs)} logs read ({', '.join(f'{v} {k}' for k, v in sorted(st.items()))}); "
+        f"{len(a)} attempts, {len(f)} failed, {a['host'].nunique()} hosts"
+    ]
     if run is not None and run.seconds:
-        lines.append(f"        {run.bytes / 1e6:.1f} MB, {run.lines} lines in {run.seconds:.1f} s "
-                     f"({run.bytes / 1e6 / run.seconds:.1f} MB/s)")
+        lines.append(
+            f"        {run.bytes / 1e6:.1f} MB, {run.lines} lines in {run.seconds:.1f} s "
+            f"({run.bytes / 1e6 / run.seconds:.1f} MB/s)"
+        )
     if df.attrs.get("duplicates"):
         lines.append(f"        {df.attrs['duplicates']} attempts seen in two inputs (the same log twice) counted once")
     counts = views.cause_counts(df)
@@ -49,8 +55,11 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
         lines += ["", "top signatures" + (f" (against {base.path})" if base else "")]
         for (_, s), mark in list(zip(sig.iterrows(), marks))[:top]:
             hosts = s["hosts"] or "-"
-            lines.append(f"  {s['count']:6d}  {s['signature']}" + (f"  [{mark.upper()}]" if mark and mark != "seen" else "")
-                         + f"  {_ts(s['first_seen'])} .. {_ts(s['last_seen'])}")
+            lines.append(
+                f"  {s['count']:6d}  {s['signature']}"
+                + (f"  [{mark.upper()}]" if mark and mark != "seen" else "")
+                + f"  {_ts(s['first_seen'])} .. {_ts(s['last_seen'])}"
+            )
             lines.append(f"          hosts: {_cut(hosts, width - 17)}")
             lines.append(f"          {_cut(str(s['error_template'] or ''), width - 10)}")
             if not _na(s["first_fix"]):
@@ -61,8 +70,9 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
     if sus:
         lines += ["", "suspect hosts"]
         for s in sus:
-            lines.append("  " + _cut(f"{s.host}: {s.failed}/{s.attempts} attempts failed; " + "; ".join(s.reasons),
-                                     width - 2))
+            lines.append(
+                "  " + _cut(f"{s.host}: {s.failed}/{s.attempts} attempts failed; " + "; ".join(s.reasons), width - 2)
+            )
             for e in s.evidence[:3]:
                 lines.append(f"      {_cut(e, width - 6)}")
     bad = [i for i in inputs if i["status"] == "unreadable"]
@@ -75,6 +85,7 @@ def terminal(df, run=None, *, top: int = 10, width: int = 110) -> str:
 
 def _na(v) -> bool:
     import pandas as pd
+
     try:
         return v is None or bool(pd.isna(v))
     except (TypeError, ValueError):
@@ -117,6 +128,7 @@ def csv_safe(v):
 
 def to_csv(df, out) -> None:
     import pandas as pd
+
     d = df.copy()
     for c in d.columns:
         if pd.api.types.is_object_dtype(d[c]) or pd.api.types.is_string_dtype(d[c]):
@@ -137,18 +149,21 @@ def to_parquet(df, path) -> None:
         import pyarrow  # noqa: F401
     except ImportError:
         from logdoctor.core.errors import UsageError
+
         raise UsageError("--format parquet needs pyarrow: pip install 'logdoctor[parquet]'") from None
     d = df.copy()
     d.attrs = {}
     import io
 
     from logdoctor.core.atomic import write_bytes
+
     buf = io.BytesIO()
     d.to_parquet(buf, index=False)
-    write_bytes(path, buf.getvalue())   # atomically, like every file logdoctor writes
+    write_bytes(path, buf.getvalue())  # atomically, like every file logdoctor writes
 
 
 # --- markdown --------------------------------------------------------------------------------------------------
+
 
 def _md(s) -> str:
     """Text for a markdown cell: no HTML entities (it is pasted into Slack, Jira, a terminal); only what would
@@ -164,11 +179,15 @@ def _mdcode(s) -> str:
 
 
 def markdown(df, *, top: int = 15) -> str:
-    df = views.dedupe(df)   # the same log given twice is counted once
+    df = views.dedupe(df)  # the same log given twice is counted once
     a, f = views.attempts(df), views.failures(df)
     inputs = df.attrs.get("inputs", [])
-    out = ["# logdoctor triage", "",
-           f"{len(inputs)} logs, {len(a)} attempts, {len(f)} failed, {a['host'].nunique()} hosts.", ""]
+    out = [
+        "# logdoctor triage",
+        "",
+        f"{len(inputs)} logs, {len(a)} attempts, {len(f)} failed, {a['host'].nunique()} hosts.",
+        "",
+    ]
     counts = views.cause_counts(df)
     if len(counts):
         out += ["## Top causes", "", "| cause | failed attempts |", "|---|---:|"]
@@ -176,14 +195,20 @@ def markdown(df, *, top: int = 15) -> str:
     sig = views.signature_table(df)
     marks = views.compare(sig, df.attrs.get("baseline"))
     if len(sig):
-        out += ["## Signatures", "", "| count | signature | hosts | first seen | last seen | first fix or action | example |",
-                "|---:|---|---|---|---|---|---|"]
+        out += [
+            "## Signatures",
+            "",
+            "| count | signature | hosts | first seen | last seen | first fix or action | example |",
+            "|---:|---|---|---|---|---|---|",
+        ]
         for (_, s), mark in list(zip(sig.iterrows(), marks))[:top]:
             tag = f" **{mark}**" if mark in ("new", "regressed") else ""
-            out.append(f"| {s['count']} | `{_md(s['signature'])}`{tag} | {_md(s['hosts'])} | {_ts(s['first_seen'])} | "
-                       f"{_ts(s['last_seen'])} | {_md(s['first_fix'])} | "
-                       f"{_md(_where(s['example_source'], s['example_member']))}"
-                       f":{_md(s['example_line'])} {_mdcode(s['example_evidence'])} |")
+            out.append(
+                f"| {s['count']} | `{_md(s['signature'])}`{tag} | {_md(s['hosts'])} | {_ts(s['first_seen'])} | "
+                f"{_ts(s['last_seen'])} | {_md(s['first_fix'])} | "
+                f"{_md(_where(s['example_source'], s['example_member']))}"
+                f":{_md(s['example_line'])} {_mdcode(s['example_evidence'])} |"
+            )
         out.append("")
     sus = views.host_suspects(df)
     if sus:
@@ -194,8 +219,11 @@ def markdown(df, *, top: int = 15) -> str:
         out.append("")
     bad = [i for i in inputs if i["status"] == "unreadable"]
     if bad:
-        out += ["## Unreadable inputs", ""] + [f"- {_md(_where(i['source'], i['member']))}: {_mdcode(i['reason'])}"
-                                                for i in bad] + [""]
+        out += (
+            ["## Unreadable inputs", ""]
+            + [f"- {_md(_where(i['source'], i['member']))}: {_mdcode(i['reason'])}" for i in bad]
+            + [""]
+        )
     return "\n".join(out)
 
 
@@ -255,7 +283,7 @@ def _line(v) -> str:
 
 
 def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) -> str:
-    df = views.dedupe(df)   # the same log given twice is counted once
+    df = views.dedupe(df)  # the same log given twice is counted once
     nonce = secrets.token_urlsafe(16)
     a, f = views.attempts(df), views.failures(df)
     inputs = df.attrs.get("inputs", [])
@@ -266,12 +294,12 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
     sus = views.host_suspects(df)
     dup = df.attrs.get("duplicates") or 0
     parts = [
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         f"style-src 'unsafe-inline'; script-src 'nonce-{nonce}'; base-uri 'none'; form-action 'none'\">",
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{e(title)}</h1>",
-        f"<p id=\"summary\"><b>{'; '.join(_headline(sig, marks, sus, base))}.</b> {len(inputs)} logs read, "
+        f'<p id="summary"><b>{"; ".join(_headline(sig, marks, sus, base))}.</b> {len(inputs)} logs read, '
         f"{len(a)} attempts, {len(f)} failed, "
         f"{views.with_hosts(a)['host'].nunique()} hosts"
         + (f"; {dup} attempts found in two inputs (the same log twice) counted once" if dup else "")
@@ -280,13 +308,13 @@ def html_report(df, *, title: str = "logdoctor triage", max_rows: int = 5000) ->
     parts += _signatures_html(sig, marks, base)
     parts += _suspects_html(sus)
     parts += _details_html(views.with_hosts(f), sig, marks)
-    parts.append("<h2>Plots</h2><div class=\"plots\">")
+    parts.append('<h2>Plots</h2><div class="plots">')
     for pid, caption, svg in _plots(df):
-        parts.append(f"<figure class=\"plot\" id=\"{pid}\">{svg}<figcaption>{e(caption)}</figcaption></figure>")
+        parts.append(f'<figure class="plot" id="{pid}">{svg}<figcaption>{e(caption)}</figcaption></figure>')
     parts.append("</div>")
     parts += _inputs_html(inputs, max_rows)
     parts += _attempts_html(a, max_rows)
-    parts.append(f"<script nonce=\"{nonce}\">{_SORTER}</script></body></html>")
+    parts.append(f'<script nonce="{nonce}">{_SORTER}</script></body></html>')
     return "\n".join(parts)
 
 
@@ -297,35 +325,47 @@ def _headline(sig, marks: list[str], sus: list, base) -> list[str]:
     with_fix = sig[sig["cause"] != "hardware_fault"] if len(sig) else sig
     headline = [f"{len(sig)} failure signatures"]
     if base is not None:
-        headline.append(f"{marks.count('new')} new, {marks.count('regressed')} regressed since {html.escape(base.path)}")
+        headline.append(
+            f"{marks.count('new')} new, {marks.count('regressed')} regressed since {html.escape(base.path)}"
+        )
     headline.append(f"{len(sus)} suspect hosts" + (f" ({len(hw_hosts)} to check for hardware)" if hw_hosts else ""))
-    headline.append(f"{int(with_fix['count'].sum()) if len(with_fix) else 0} failed attempts with a config or "
-                    "environment change to make")
+    headline.append(
+        f"{int(with_fix['count'].sum()) if len(with_fix) else 0} failed attempts with a config or "
+        "environment change to make"
+    )
     return headline
 
 
 def _signatures_html(sig, marks: list[str], base) -> list[str]:
     """The signature table (a status column only against a baseline), then the signatures that went away."""
     e = html.escape
-    parts = ["<h2>Signatures</h2><div class=\"scroll\"><table class=\"sortable\" id=\"signatures\"><thead><tr>"
-             "<th>count</th><th>signature</th>" + ("<th>status</th>" if base is not None else "")
-             + "<th>cause</th><th>hosts</th><th>first seen</th>"
-             "<th>last seen</th><th>first fix or action</th><th>error</th></tr></thead><tbody>"]
+    parts = [
+        '<h2>Signatures</h2><div class="scroll"><table class="sortable" id="signatures"><thead><tr>'
+        "<th>count</th><th>signature</th>"
+        + ("<th>status</th>" if base is not None else "")
+        + "<th>cause</th><th>hosts</th><th>first seen</th>"
+        "<th>last seen</th><th>first fix or action</th><th>error</th></tr></thead><tbody>"
+    ]
     for (_, s), mark in zip(sig.iterrows(), marks):
-        tag = f"<span class=\"tag {mark}\">{mark}</span>" if mark else ""
+        tag = f'<span class="tag {mark}">{mark}</span>' if mark else ""
         parts.append(
-            f"<tr data-signature=\"{e(str(s['signature']))}\"><td class=\"num\">{s['count']}</td>"
-            f"<td class=\"sig\"><a href=\"#{_slug(s['signature'])}\"><code>{e(str(s['signature']))}</code></a></td>"
-            + (f"<td>{tag}</td>" if base is not None else "") + f"<td>{e(str(s['cause']))}</td><td>{e(_str(s['hosts']))}</td><td class=\"when\">{_ts(s['first_seen'])}</td>"
-            f"<td class=\"when\">{_ts(s['last_seen'])}</td><td class=\"fix\">{e(_str(s['first_fix']))}</td>"
-            f"<td class=\"ev\"><code>{e(_cut(_str(s['error_template']), 120))}</code></td></tr>")
+            f'<tr data-signature="{e(str(s["signature"]))}"><td class="num">{s["count"]}</td>'
+            f'<td class="sig"><a href="#{_slug(s["signature"])}"><code>{e(str(s["signature"]))}</code></a></td>'
+            + (f"<td>{tag}</td>" if base is not None else "")
+            + f'<td>{e(str(s["cause"]))}</td><td>{e(_str(s["hosts"]))}</td><td class="when">{_ts(s["first_seen"])}</td>'
+            f'<td class="when">{_ts(s["last_seen"])}</td><td class="fix">{e(_str(s["first_fix"]))}</td>'
+            f'<td class="ev"><code>{e(_cut(_str(s["error_template"]), 120))}</code></td></tr>'
+        )
     parts.append("</tbody></table></div>")
     if not len(sig):
         parts.append("<p>No failed attempt.</p>")
     gone = views.gone(sig, base)
     if gone:
-        parts.append("<p id=\"gone\">In the baseline but not in this run: "
-                     + ", ".join(f"<code>{e(g)}</code>" for g in gone) + "</p>")
+        parts.append(
+            '<p id="gone">In the baseline but not in this run: '
+            + ", ".join(f"<code>{e(g)}</code>" for g in gone)
+            + "</p>"
+        )
     return parts
 
 
@@ -335,13 +375,17 @@ def _suspects_html(sus: list) -> list[str]:
     parts = ["<h2>Suspect hosts</h2>"]
     if not sus:
         return parts + ["<p>No host stands out.</p>"]
-    parts.append("<div class=\"scroll\"><table class=\"sortable\" id=\"suspects\"><thead><tr><th>host</th>"
-                 "<th>failed</th><th>attempts</th><th>why</th><th>evidence</th></tr></thead><tbody>")
+    parts.append(
+        '<div class="scroll"><table class="sortable" id="suspects"><thead><tr><th>host</th>'
+        "<th>failed</th><th>attempts</th><th>why</th><th>evidence</th></tr></thead><tbody>"
+    )
     for s in sus:
         ev = "<br>".join(f"<code>{e(x)}</code>" for x in s.evidence)
-        parts.append(f"<tr class=\"sus\"><td>{e(s.host)}</td><td class=\"num\">{s.failed}</td>"
-                     f"<td class=\"num\">{s.attempts}</td><td>{e('; '.join(s.reasons))}</td>"
-                     f"<td class=\"ev\">{ev}</td></tr>")
+        parts.append(
+            f'<tr class="sus"><td>{e(s.host)}</td><td class="num">{s.failed}</td>'
+            f'<td class="num">{s.attempts}</td><td>{e("; ".join(s.reasons))}</td>'
+            f'<td class="ev">{ev}</td></tr>'
+        )
     parts.append("</tbody></table></div>")
     return parts
 
@@ -350,23 +394,35 @@ def _details_html(fh, sig, marks: list[str]) -> list[str]:
     """One folded section per signature (the table links to it): its error and frames, and its first 50 attempts
     with their evidence and the command that reproduces each verdict."""
     e = html.escape
-    parts = ["<h2>Signatures in detail</h2><div id=\"details\">"]
+    parts = ['<h2>Signatures in detail</h2><div id="details">']
     for (_, s), mark in zip(sig.iterrows(), marks):
         g = fh[fh["signature"] == s["signature"]].sort_values("start_time", na_position="last")
-        parts.append(f"<details id=\"{_slug(s['signature'])}\"><summary><code>{e(str(s['signature']))}</code> — "
-                     f"{s['count']} attempts, {e(str(s['cause']))}" + (f" ({mark})" if mark else "")
-                     + f"</summary><p><code>{e(_str(s['error_template']))}</code>"
-                     + (f"<br><small>{e(_str(s['frames']))}</small>" if not _na(s["frames"]) else "")
-                     + "</p><table><thead><tr><th>start</th><th>host</th><th>where</th><th>evidence</th>"
-                     "<th>reproduce</th></tr></thead><tbody>")
+        parts.append(
+            f'<details id="{_slug(s["signature"])}"><summary><code>{e(str(s["signature"]))}</code> — '
+            f"{s['count']} attempts, {e(str(s['cause']))}"
+            + (f" ({mark})" if mark else "")
+            + f"</summary><p><code>{e(_str(s['error_template']))}</code>"
+            + (f"<br><small>{e(_str(s['frames']))}</small>" if not _na(s["frames"]) else "")
+            + "</p><table><thead><tr><th>start</th><th>host</th><th>where</th><th>evidence</th>"
+            "<th>reproduce</th></tr></thead><tbody>"
+        )
         for _, r in g.head(50).iterrows():
             where = _where(r["source"], r["member"])
-            repro = f"logdoctor explain {where}" if _na(r["member"]) else f"tar -xOf {r['source']} {r['member']} | logdoctor explain"
-            parts.append(f"<tr><td>{_ts(r['start_time'])}</td><td>{e(_str(r['host']))}</td>"
-                         f"<td>{e(where)}:{_line(r['evidence_line'])}</td><td class=\"ev\"><code>{e(_str(r['evidence']))}"
-                         f"</code></td><td><code>{e(repro)}</code></td></tr>")
-        parts.append("</tbody></table>" + (f"<p>{len(g) - 50} more in the attempts table.</p>" if len(g) > 50 else "")
-                     + "</details>")
+            repro = (
+                f"logdoctor explain {where}"
+                if _na(r["member"])
+                else f"tar -xOf {r['source']} {r['member']} | logdoctor explain"
+            )
+            parts.append(
+                f"<tr><td>{_ts(r['start_time'])}</td><td>{e(_str(r['host']))}</td>"
+                f'<td>{e(where)}:{_line(r["evidence_line"])}</td><td class="ev"><code>{e(_str(r["evidence"]))}'
+                f"</code></td><td><code>{e(repro)}</code></td></tr>"
+            )
+        parts.append(
+            "</tbody></table>"
+            + (f"<p>{len(g) - 50} more in the attempts table.</p>" if len(g) > 50 else "")
+            + "</details>"
+        )
     parts.append("</div>")
     return parts
 
@@ -378,25 +434,49 @@ def _inputs_html(inputs: list[dict], max_rows: int) -> list[str]:
     parts = ["<h2>Inputs not diagnosed</h2>"]
     if not bad:
         return parts + ["<p>Every input was read.</p>"]
-    parts.append("<div class=\"scroll\"><table class=\"sortable\" id=\"inputs\"><thead><tr><th>status</th>"
-                 "<th>input</th><th>reason</th></tr></thead><tbody>")
+    parts.append(
+        '<div class="scroll"><table class="sortable" id="inputs"><thead><tr><th>status</th>'
+        "<th>input</th><th>reason</th></tr></thead><tbody>"
+    )
     for i in bad[:max_rows]:
-        parts.append(f"<tr><td class=\"{'bad' if i['status'] == 'unreadable' else ''}\">{e(i['status'])}</td>"
-                     f"<td>{e(_where(i['source'], i['member']))}</td><td>{e(str(i['reason']))}</td></tr>")
+        parts.append(
+            f'<tr><td class="{"bad" if i["status"] == "unreadable" else ""}">{e(i["status"])}</td>'
+            f"<td>{e(_where(i['source'], i['member']))}</td><td>{e(str(i['reason']))}</td></tr>"
+        )
     parts.append("</tbody></table></div>")
     if len(bad) > max_rows:
         parts.append(f"<p>{len(bad) - max_rows} more inputs not shown: use --format json for all of them.</p>")
     return parts
 
 
-_ATTEMPT_COLUMNS = ["start_time", "host", "unit", "engine", "engine_version", "attempt", "phase", "outcome", "cause",
-                    "confidence", "rule", "first_fix", "signature", "source", "member", "evidence_line", "evidence"]
+_ATTEMPT_COLUMNS = [
+    "start_time",
+    "host",
+    "unit",
+    "engine",
+    "engine_version",
+    "attempt",
+    "phase",
+    "outcome",
+    "cause",
+    "confidence",
+    "rule",
+    "first_fix",
+    "signature",
+    "source",
+    "member",
+    "evidence_line",
+    "evidence",
+]
 
 
 def _attempts_html(a, max_rows: int) -> list[str]:
     """The attempts table, first max_rows attempts by start time."""
-    parts = ["<h2>Attempts</h2><div class=\"scroll\"><table class=\"sortable\" id=\"attempts\"><thead><tr>"
-             + "".join(f"<th>{c}</th>" for c in _ATTEMPT_COLUMNS) + "</tr></thead><tbody>"]
+    parts = [
+        '<h2>Attempts</h2><div class="scroll"><table class="sortable" id="attempts"><thead><tr>'
+        + "".join(f"<th>{c}</th>" for c in _ATTEMPT_COLUMNS)
+        + "</tr></thead><tbody>"
+    ]
     shown = views.with_hosts(a).sort_values("start_time", na_position="last").head(max_rows)
     for _, r in shown.iterrows():
         parts.append("<tr>" + "".join(_attempt_cell(c, r[c]) for c in _ATTEMPT_COLUMNS) + "</tr>")
@@ -413,19 +493,38 @@ def _attempt_cell(c: str, v) -> str:
         v = _line(v)
     v = "" if _na(v) else (_ts(v) if c == "start_time" else v)
     if c == "evidence":
-        return f"<td class=\"ev\"><code>{e(_cut(str(v), 300))}</code></td>"
+        return f'<td class="ev"><code>{e(_cut(str(v), 300))}</code></td>'
     if c == "signature" and v:
-        return f"<td class=\"sig\"><a href=\"#{_slug(v)}\">{e(str(v))}</a></td>"
+        return f'<td class="sig"><a href="#{_slug(v)}">{e(str(v))}</a></td>'
     return f"<td>{e(str(v))}</td>"
 
 
 # one colour per cause, the same in every plot and every report (vocab order); 13 causes + unknown + other
-_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-            "#393b79", "#637939", "#ad494a", "#7b4173", "#7f7f7f", "#c7c7c7", "#aec7e8", "#ffbb78", "#98df8a")
+_PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#393b79",
+    "#637939",
+    "#ad494a",
+    "#7b4173",
+    "#7f7f7f",
+    "#c7c7c7",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+)
 
 
 def cause_colours() -> dict[str, str]:
     from logdoctor.core.vocab import CAUSES
+
     names = [*CAUSES, "unknown", "other"]
     return {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(names)}
 
@@ -440,12 +539,14 @@ def _plots(df) -> list[tuple[str, str, str]]:
     """Causes over time (a real time axis: empty days stay empty), by host, by engine version, and a host × cause
     heat map, as compact inline SVG."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
-    plt.rcParams["svg.fonttype"] = "none"     # text stays text: smaller, and searchable in the page
-    plt.rcParams["text.parse_math"] = False   # a '$' from a log is a dollar sign (F11)
+
+    plt.rcParams["svg.fonttype"] = "none"  # text stays text: smaller, and searchable in the page
+    plt.rcParams["text.parse_math"] = False  # a '$' from a log is a dollar sign (F11)
     f = views.with_hosts(views.failures(df))
     out: list[tuple[str, str, str]] = []
     if f.empty:
@@ -460,7 +561,7 @@ def _plots(df) -> list[tuple[str, str, str]]:
         fig.savefig(buf, format="svg", bbox_inches="tight")
         plt.close(fig)
         text = buf.getvalue()
-        text = re.sub(r"<metadata>.*?</metadata>", "", text[text.find("<svg"):], flags=re.S)
+        text = re.sub(r"<metadata>.*?</metadata>", "", text[text.find("<svg") :], flags=re.S)
         return text
 
     def legend(ax) -> None:
@@ -478,6 +579,7 @@ def _plots(df) -> list[tuple[str, str, str]]:
     t = f.dropna(subset=["start_time"])
     if not t.empty:
         import pandas as pd
+
         span = t["start_time"].max() - t["start_time"].min()
         freq = "h" if span <= pd.Timedelta(days=2) else "D"
         tab = t.groupby([t["start_time"].dt.floor(freq), "cause"]).size().unstack(fill_value=0)
@@ -497,8 +599,14 @@ def _plots(df) -> list[tuple[str, str, str]]:
         ax.tick_params(labelsize=7)
         legend(ax)
         ax.set_title("Causes over time", fontsize=9)
-        out.append(("plot-time", "Failed attempts per " + ("hour" if freq == "h" else "day") + " on a real time axis "
-                    "(days without a failure stay empty)", svg(fig)))
+        out.append(
+            (
+                "plot-time",
+                "Failed attempts per " + ("hour" if freq == "h" else "day") + " on a real time axis "
+                "(days without a failure stay empty)",
+                svg(fig),
+            )
+        )
     tab = f.groupby(["host", "cause"]).size().unstack(fill_value=0)
     tab = tab.loc[tab.sum(axis=1).sort_values(ascending=False).index[:20]]
     fig, ax = plt.subplots(figsize=(6.4, min(4.0, max(1.6, 0.22 * len(tab) + 0.8))))
@@ -528,8 +636,15 @@ def _plots(df) -> list[tuple[str, str, str]]:
     for i in range(hm.shape[0]):
         for j in range(hm.shape[1]):
             if hm.values[i, j]:
-                ax.text(j, i, str(hm.values[i, j]), ha="center", va="center", fontsize=7,
-                        color="white" if hm.values[i, j] > top / 2 else "black")
+                ax.text(
+                    j,
+                    i,
+                    str(hm.values[i, j]),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if hm.values[i, j] > top / 2 else "black",
+                )
     fig.colorbar(im, ax=ax, shrink=0.8).ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Host × cause", fontsize=9)
     out.append(("plot-heatmap", "Host × cause heat map (failed attempts)", svg(fig)))

@@ -5,6 +5,7 @@ what needs it, and returns plain rows (dicts) plus one accounting entry per log 
 input: the reason goes into the accounting. Results are put back in spec order, so the DataFrame is the same
 whatever ran the tasks.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,11 +31,11 @@ NO_SERVICE = "no lines of an inference service in it"
 class TaskResult:
     index: int
     rows: list[dict] = field(default_factory=list)
-    inputs: list[dict] = field(default_factory=list)   # source, member, status, reason, attempts, bytes, lines
+    inputs: list[dict] = field(default_factory=list)  # source, member, status, reason, attempts, bytes, lines
     bytes: int = 0
     lines: int = 0
     seconds: float = 0.0
-    expanded: int = 0      # decompressed bytes (every layer), counted against the run's cap
+    expanded: int = 0  # decompressed bytes (every layer), counted against the run's cap
 
 
 class _RunCap:
@@ -53,8 +54,16 @@ class _RunCap:
 
     def skipped(self, spec: InputSpec, index: int) -> TaskResult:
         out = TaskResult(index=index)
-        out.inputs.append(_acct(spec.path, None, "unreadable", f"not read: the run reached its"
-                                f" {limits.human(limits.RUN_EXPANDED_CAP)} cap on decompressed bytes", 0, out))
+        out.inputs.append(
+            _acct(
+                spec.path,
+                None,
+                "unreadable",
+                f"not read: the run reached its {limits.human(limits.RUN_EXPANDED_CAP)} cap on decompressed bytes",
+                0,
+                out,
+            )
+        )
         return out
 
 
@@ -70,7 +79,7 @@ def process_spec(spec: InputSpec, index: int = 0, year: int | None = None) -> Ta
         if spec.kind == "journal-dir":
             _journal(spec, out, year)
         else:
-            budget = Budget(limits.TASK_EXPANDED_CAP)    # every member of this input together
+            budget = Budget(limits.TASK_EXPANDED_CAP)  # every member of this input together
             try:
                 for log in open_logs(spec.path, budget, walked=spec.walked):
                     _member(spec, log, out, year, listed)
@@ -81,8 +90,9 @@ def process_spec(spec: InputSpec, index: int = 0, year: int | None = None) -> Ta
     except Unreadable as exc:
         out.inputs.append(_acct(spec.path, None, "unreadable", str(exc), 0, out))
     except Exception as exc:  # noqa: BLE001 - one bad input never stops the batch; its reason is reported
-        out.inputs.append(_acct(spec.path, None, "unreadable", f"internal error: {type(exc).__name__}: "
-                                f"{str(exc)[:160]}", 0, out))
+        out.inputs.append(
+            _acct(spec.path, None, "unreadable", f"internal error: {type(exc).__name__}: {str(exc)[:160]}", 0, out)
+        )
     listed.close()
     out.seconds = time.perf_counter() - t0
     return out
@@ -107,9 +117,16 @@ class _Listing:
 
     def close(self) -> None:
         for status, n in sorted(self.more.items()):
-            self.out.inputs.append(_acct(self.source, f"({n} more {status} members)", status,
-                                         f"{n} more members gave nothing; only the first {limits.MAX_LISTED} are"
-                                         " listed one by one", 0, self.out))
+            self.out.inputs.append(
+                _acct(
+                    self.source,
+                    f"({n} more {status} members)",
+                    status,
+                    f"{n} more members gave nothing; only the first {limits.MAX_LISTED} are listed one by one",
+                    0,
+                    self.out,
+                )
+            )
 
 
 def _member(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None, listed: _Listing) -> None:
@@ -120,8 +137,16 @@ def _member(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None, 
     elif log.unreadable is not None:
         sub.inputs.append(_acct(spec.path, log.member, "unreadable", log.unreadable, 0, sub))
     elif log.member is not None and log.member.lower().endswith(NOT_LOG_SUFFIXES):
-        sub.inputs.append(_acct(spec.path, log.member, "skipped", f"not a log (a "
-                                f"{os.path.splitext(log.member)[1].lower()} file)", 0, sub))
+        sub.inputs.append(
+            _acct(
+                spec.path,
+                log.member,
+                "skipped",
+                f"not a log (a {os.path.splitext(log.member)[1].lower()} file)",
+                0,
+                sub,
+            )
+        )
     else:
         _one_log(spec, log, sub, year)
     out.rows.extend(sub.rows)
@@ -132,8 +157,15 @@ def _member(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None, 
 
 
 def _acct(source, member, status, reason, attempts, out: TaskResult, nbytes=0, lines=0) -> dict:
-    return {"source": source, "member": member, "status": status, "reason": reason, "attempts": attempts,
-            "bytes": nbytes, "lines": lines}
+    return {
+        "source": source,
+        "member": member,
+        "status": status,
+        "reason": reason,
+        "attempts": attempts,
+        "bytes": nbytes,
+        "lines": lines,
+    }
 
 
 def _year(log: LogStream, year: int | None) -> tuple[int, str]:
@@ -154,11 +186,12 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     if head is None:
         return
     from logdoctor.input.formats.journal_export import looks_like_export
+
     if looks_like_export(head):
         _export(spec, log, head, out, meta)
         return
     why = _binary(head, more=len(head) == 65536)
-    if why:   # the policy explain applies (intake.sniff): only binary junk is refused; the member's rest is skipped
+    if why:  # the policy explain applies (intake.sniff): only binary junk is refused; the member's rest is skipped
         out.inputs.append(_acct(spec.path, log.member, "unreadable", why, 0, out, len(head)))
         return
     stream, head, policy = repaired_stream(log.stream, head)
@@ -167,7 +200,7 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     stopped = log.opened.stopped if log.opened else None
     if stopped and reason is None:
         reason = stopped + (f"; {len(rows)} attempts read before it" if rows else "")
-    for i, r in enumerate(rows, 1):     # attempts numbered per log, oldest first
+    for i, r in enumerate(rows, 1):  # attempts numbered per log, oldest first
         r["attempt"] = i
         r.pop("_start", None)
     notes = (log.opened.notes if log.opened else []) + policy.notes
@@ -185,9 +218,17 @@ def _head(spec: InputSpec, log: LogStream, out: TaskResult) -> bytes | None:
         return None
     if not head.strip():
         stopped = log.opened.stopped if log.opened else None
-        out.inputs.append(_acct(spec.path, log.member, "unreadable" if stopped else "empty",
-                                f"nothing could be read: {stopped}" if stopped else "no log lines", 0, out,
-                                len(head)))
+        out.inputs.append(
+            _acct(
+                spec.path,
+                log.member,
+                "unreadable" if stopped else "empty",
+                f"nothing could be read: {stopped}" if stopped else "no log lines",
+                0,
+                out,
+                len(head),
+            )
+        )
         return None
     return head
 
@@ -219,24 +260,32 @@ def _scan_rows(stream, head: bytes, stats: ScanStats, meta: dict, log: LogStream
     return rows, None
 
 
-def _account(spec: InputSpec, log: LogStream, out: TaskResult, rows: list[dict], reason: str | None,
-             notes: list[str], head: bytes, stats: ScanStats) -> None:
+def _account(
+    spec: InputSpec,
+    log: LogStream,
+    out: TaskResult,
+    rows: list[dict],
+    reason: str | None,
+    notes: list[str],
+    head: bytes,
+    stats: ScanStats,
+) -> None:
     """The log's rows and its accounting entry: unreadable (with the rows read before), empty, not a log, or
     diagnosed / healthy."""
     if reason:
         out.rows.extend(rows)
         out.inputs.append(_acct(spec.path, log.member, "unreadable", reason, len(rows), out, stats.bytes, stats.lines))
     elif not rows:
-        out.inputs.append(_acct(spec.path, log.member, "empty", NO_SERVICE,
-                                0, out, stats.bytes, stats.lines))
+        out.inputs.append(_acct(spec.path, log.member, "empty", NO_SERVICE, 0, out, stats.bytes, stats.lines))
     elif not any(r["outcome"] == "failed" for r in rows) and not looks_like_log(head):
         # a manifest or a notes file that names the engine is not a healthy run
         out.inputs.append(_acct(spec.path, log.member, "skipped", NOT_A_LOG, 0, out, stats.bytes, stats.lines))
     else:
         out.rows.extend(rows)
         status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy"
-        out.inputs.append(_acct(spec.path, log.member, status, "; ".join(notes) or None, len(rows), out,
-                                stats.bytes, stats.lines))
+        out.inputs.append(
+            _acct(spec.path, log.member, status, "; ".join(notes) or None, len(rows), out, stats.bytes, stats.lines)
+        )
 
 
 NOT_A_LOG = "not a log (no timestamped or levelled line in its first 64 KiB)"
@@ -279,6 +328,7 @@ def _binary(head: bytes, more: bool) -> str | None:
     """explain's refusal (intake.sniff) on the same sample: binary junk only; NUL bytes and UTF-16 are repaired."""
     from logdoctor.core.errors import InputError
     from logdoctor.input.intake import sniff
+
     try:
         sniff(head, "", partial=more)
     except InputError as exc:
@@ -290,6 +340,7 @@ def _export(spec, log, head, out, meta) -> None:
     """journalctl -o export text: entries span lines, so it is read whole (bounded by the source's limit)."""
     from logdoctor.input.read import read_bytes
     from logdoctor.triage.analyse import analyse_records
+
     data = head + log.stream.read()
     res = read_bytes(data, spec.path)
     rows = _clean(analyse_records(res.records, res.stats.read, meta) or [])
@@ -297,19 +348,22 @@ def _export(spec, log, head, out, meta) -> None:
     out.bytes += len(data)
     out.lines += res.stats.read
     status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy" if rows else "empty"
-    out.inputs.append(_acct(spec.path, log.member, status, None if rows else NO_SERVICE,
-                            len(rows), out, len(data), res.stats.read))
+    out.inputs.append(
+        _acct(spec.path, log.member, status, None if rows else NO_SERVICE, len(rows), out, len(data), res.stats.read)
+    )
 
 
 def _journal(spec: InputSpec, out: TaskResult, year) -> None:
     from logdoctor.core.errors import LogdoctorError
     from logdoctor.input.sources.journal import iter_journal_entries
+
     meta = {"source": spec.path, "member": None, "year": None, "year_source": "log", "mtime": None}
     try:
         entries = list(iter_journal_entries(files=list(spec.files)))
     except LogdoctorError as exc:
-        out.inputs.append(_acct(spec.path, None, "unreadable", str(exc).removeprefix(spec.path + ": "), 0, out,
-                                spec.size))
+        out.inputs.append(
+            _acct(spec.path, None, "unreadable", str(exc).removeprefix(spec.path + ": "), 0, out, spec.size)
+        )
         return
     _journal_entries(spec.path, None, entries, out, meta, spec.size)
 
@@ -320,6 +374,7 @@ def _journal_stream(spec, log: LogStream, out: TaskResult, meta) -> None:
 
     from logdoctor.core.errors import LogdoctorError
     from logdoctor.input.sources.journal import iter_journal_entries
+
     with tempfile.TemporaryDirectory(prefix="logdoctor-triage-") as tmp:
         path = os.path.join(tmp, "member.journal")
         size = 0
@@ -330,16 +385,34 @@ def _journal_stream(spec, log: LogStream, out: TaskResult, meta) -> None:
                     break
                 fh.write(chunk)
         if size > limits.JOURNAL_MEMBER_CAP:
-            out.inputs.append(_acct(spec.path, log.member, "unreadable", f"a journal file over the"
-                                    f" {limits.human(limits.JOURNAL_MEMBER_CAP)} cap for journal members; extract it"
-                                    " and triage the folder", 0, out, size))
+            out.inputs.append(
+                _acct(
+                    spec.path,
+                    log.member,
+                    "unreadable",
+                    f"a journal file over the"
+                    f" {limits.human(limits.JOURNAL_MEMBER_CAP)} cap for journal members; extract it"
+                    " and triage the folder",
+                    0,
+                    out,
+                    size,
+                )
+            )
             return
         try:
             entries = list(iter_journal_entries(files=[path]))
         except LogdoctorError as exc:
-            out.inputs.append(_acct(spec.path, log.member, "unreadable",
-                                    str(exc).replace(f"journal file {path}", "journal file").replace(path, ""), 0,
-                                    out, size))
+            out.inputs.append(
+                _acct(
+                    spec.path,
+                    log.member,
+                    "unreadable",
+                    str(exc).replace(f"journal file {path}", "journal file").replace(path, ""),
+                    0,
+                    out,
+                    size,
+                )
+            )
             return
     _journal_entries(spec.path, log.member, entries, out, dict(meta, year_source="log"), size)
 
@@ -353,14 +426,15 @@ def _journal_entries(source, member, entries, out: TaskResult, meta, size) -> No
     out.bytes += size
     out.lines += len(entries)
     status = "diagnosed" if any(r["outcome"] == "failed" for r in rows) else "healthy" if rows else "empty"
-    out.inputs.append(_acct(source, member, status, None if rows else NO_SERVICE,
-                            len(rows), out, size, len(entries)))
+    out.inputs.append(_acct(source, member, status, None if rows else NO_SERVICE, len(rows), out, size, len(entries)))
 
 
 # --- executors -------------------------------------------------------------------------------------------------
 
-def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None, while_waiting=None
-              ) -> list[TaskResult]:
+
+def run_local(
+    specs: list[InputSpec], jobs: int, year: int | None, progress=None, while_waiting=None
+) -> list[TaskResult]:
     """Process the inputs here (jobs 1) or in a pool of forked workers; `while_waiting` runs in the parent once
     every worker has been started (work the parent would otherwise do after them, not before a fork)."""
     results: list[TaskResult] = []
@@ -375,12 +449,14 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
         return results
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    fork = sys.platform.startswith("linux")     # fork: no __main__ guard needed in callers
+
+    fork = sys.platform.startswith("linux")  # fork: no __main__ guard needed in callers
     ctx = mp.get_context("fork" if fork else "spawn")
     if fork:
-        _warm()     # rules, classifier and prefilter load once, here; the workers share them copy-on-write
+        _warm()  # rules, classifier and prefilter load once, here; the workers share them copy-on-write
         import gc
-        gc.freeze()     # ... and a worker's garbage collections do not touch (and so copy) every inherited page
+
+        gc.freeze()  # ... and a worker's garbage collections do not touch (and so copy) every inherited page
     # biggest first: the long tasks start early, the small ones fill the gaps
     order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
     try:
@@ -391,7 +467,7 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
             for f in as_completed(futs):
                 r = cap.skipped(specs[futs[f]], futs[f]) if f.cancelled() else f.result()
                 cap.add(r)
-                if cap.reached:     # inputs not started yet are listed, not read
+                if cap.reached:  # inputs not started yet are listed, not read
                     for other in futs:
                         other.cancel()
                 results.append(r)
@@ -400,7 +476,8 @@ def run_local(specs: list[InputSpec], jobs: int, year: int | None, progress=None
     finally:
         if fork:
             import gc
-            gc.unfreeze()   # the caller's process collects as before
+
+            gc.unfreeze()  # the caller's process collects as before
     return sorted(results, key=lambda r: r.index)
 
 
@@ -412,6 +489,7 @@ def _warm() -> None:
 
     from logdoctor.matching import prefilter as rule_prefilter
     from logdoctor.triage.analyse import _pipeline
+
     rules, _ = _pipeline()
     prefilter()
     rule_prefilter.warm(rules)
@@ -420,13 +498,23 @@ def _warm() -> None:
             importlib.import_module(name)
         except ImportError:  # an optional extra that is missing: the task that needs it says so itself
             if name.startswith("logdoctor."):
-                raise   # our own module: a stale name here would silently cost every worker the import again
+                raise  # our own module: a stale name here would silently cost every worker the import again
 
 
-_TASK_MODULES = ("numpy", "logdoctor.input.read", "logdoctor.timeline.build", "logdoctor.verdict.api", "logdoctor.engines.config_dump",
-                 "logdoctor.engines.config_fast", "logdoctor.verdict.evidence", "logdoctor.matching.catalogues.resolve",
-                 "logdoctor.matching.template", "logdoctor.input.formats.journal_export", "logdoctor.input.intake",
-                 "logdoctor.scan.sources")
+_TASK_MODULES = (
+    "numpy",
+    "logdoctor.input.read",
+    "logdoctor.timeline.build",
+    "logdoctor.verdict.api",
+    "logdoctor.engines.config_dump",
+    "logdoctor.engines.config_fast",
+    "logdoctor.verdict.evidence",
+    "logdoctor.matching.catalogues.resolve",
+    "logdoctor.matching.template",
+    "logdoctor.input.formats.journal_export",
+    "logdoctor.input.intake",
+    "logdoctor.scan.sources",
+)
 
 
 def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None) -> list[TaskResult]:
@@ -435,13 +523,18 @@ def run_dask(specs: list[InputSpec], scheduler, year: int | None, progress=None)
         from distributed import Client, as_completed
     except ImportError:
         from logdoctor.core.errors import UsageError
+
         raise UsageError("--scheduler needs Dask: pip install 'logdoctor[dask]'") from None
     own = not hasattr(scheduler, "submit")
     client = Client(scheduler, set_as_default=False) if own else scheduler
     try:
         order = sorted(range(len(specs)), key=lambda i: -specs[i].size)
-        futs = {client.submit(process_spec, specs[i], i, year, pure=False, key=f"logdoctor-triage-{i}-{os.getpid()}-"
-                              f"{time.time_ns()}"): i for i in order}
+        futs = {
+            client.submit(
+                process_spec, specs[i], i, year, pure=False, key=f"logdoctor-triage-{i}-{os.getpid()}-{time.time_ns()}"
+            ): i
+            for i in order
+        }
         done: list[TaskResult] = []
         with client.as_current():
             for f in as_completed(list(futs)):

@@ -1,5 +1,6 @@
 """Derived views of the triage frame: signature groups, host suspects, cause counts, the same attempt seen twice,
 a comparison with an earlier report (pure pandas, no plotting)."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,25 @@ from pathlib import PurePosixPath
 
 HARDWARE_CAUSES = ("hardware_fault",)
 # what makes two rows the same attempt: everything the log said, nothing about where the file was found
-CONTENT_COLUMNS = ("host", "unit", "engine", "engine_version", "attempt", "start_time", "phase", "outcome", "cause",
-                   "rule", "rank", "signature", "evidence_line", "evidence", "config_id", "hardware_evidence", "lines")
+CONTENT_COLUMNS = (
+    "host",
+    "unit",
+    "engine",
+    "engine_version",
+    "attempt",
+    "start_time",
+    "phase",
+    "outcome",
+    "cause",
+    "rule",
+    "rank",
+    "signature",
+    "evidence_line",
+    "evidence",
+    "config_id",
+    "hardware_evidence",
+    "lines",
+)
 
 
 def dedupe(df):
@@ -20,6 +38,7 @@ def dedupe(df):
     unreadable inputs are never dropped (each input is still listed). The summaries (table, markdown, HTML) count
     this frame; the row exports (csv, json, parquet) keep one row per attempt per input."""
     import pandas as pd
+
     if "duplicates" in df.attrs:
         return df
     att = df["status"].isin(["diagnosed", "healthy"])
@@ -34,8 +53,9 @@ def dedupe(df):
 
 def file_label(source, member) -> str:
     """A short name for a log that names no host: its last two path parts ("node13/server.log")."""
+
     def given(v) -> bool:
-        return v is not None and v == v and str(v) != ""   # not None / NaN / empty
+        return v is not None and v == v and str(v) != ""  # not None / NaN / empty
 
     path = PurePosixPath(str(member if given(member) else source))
     return "/".join(path.parts[-2:]) if path.parts else "?"
@@ -61,23 +81,53 @@ def failures(df):
 def signature_table(df):
     """Per signature: count, hosts, first/last seen, an example source and its evidence."""
     import pandas as pd
+
     f = failures(df)
     if f.empty:
-        return pd.DataFrame(columns=["signature", "cause", "rule", "count", "hosts", "n_hosts", "first_seen",
-                                     "last_seen", "first_fix", "error_template", "frames", "example_source", "example_member",
-                                     "example_line", "example_evidence"])
+        return pd.DataFrame(
+            columns=[
+                "signature",
+                "cause",
+                "rule",
+                "count",
+                "hosts",
+                "n_hosts",
+                "first_seen",
+                "last_seen",
+                "first_fix",
+                "error_template",
+                "frames",
+                "example_source",
+                "example_member",
+                "example_line",
+                "example_evidence",
+            ]
+        )
     out = []
     f = with_hosts(f)
     for sig, g in f.groupby("signature", sort=False, dropna=True):
         ex = g.iloc[0].astype(object).where(g.iloc[0].notna(), None)
         hosts = sorted(h for h in g["host"].dropna().unique())
         fixes = g["first_fix"].dropna()
-        out.append({"signature": sig, "cause": ex["cause"], "rule": ex["rule"], "count": len(g),
-                    "hosts": ", ".join(hosts), "n_hosts": len(hosts), "first_seen": g["start_time"].min(),
-                    "last_seen": g["start_time"].max(), "first_fix": fixes.mode().iloc[0] if len(fixes) else None,
-                    "error_template": ex["error_template"], "frames": ex["frames"], "example_source": ex["source"],
-                    "example_member": ex["member"], "example_line": line_no(ex["evidence_line"]),
-                    "example_evidence": ex["evidence"]})
+        out.append(
+            {
+                "signature": sig,
+                "cause": ex["cause"],
+                "rule": ex["rule"],
+                "count": len(g),
+                "hosts": ", ".join(hosts),
+                "n_hosts": len(hosts),
+                "first_seen": g["start_time"].min(),
+                "last_seen": g["start_time"].max(),
+                "first_fix": fixes.mode().iloc[0] if len(fixes) else None,
+                "error_template": ex["error_template"],
+                "frames": ex["frames"],
+                "example_source": ex["source"],
+                "example_member": ex["member"],
+                "example_line": line_no(ex["evidence_line"]),
+                "example_evidence": ex["evidence"],
+            }
+        )
     return pd.DataFrame(out).sort_values(["count", "signature"], ascending=[False, True]).reset_index(drop=True)
 
 
@@ -109,15 +159,21 @@ def load_baseline(path: str) -> Baseline:
             doc = json.load(fh)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"--baseline {path}: not a triage JSON report ({type(exc).__name__})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != "logdoctor.triage/v1" or not isinstance(doc.get("attempts"), list):
-        raise InputError(f"--baseline {path}: not a `logdoctor triage --format json` report (schema logdoctor.triage/v1)")
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schema") != "logdoctor.triage/v1"
+        or not isinstance(doc.get("attempts"), list)
+    ):
+        raise InputError(
+            f"--baseline {path}: not a `logdoctor triage --format json` report (schema logdoctor.triage/v1)"
+        )
     b = Baseline(path=path)
     seen = set()
     for r in doc["attempts"]:
         if not isinstance(r, dict):
             continue
         key = json.dumps([r.get(c) for c in CONTENT_COLUMNS], default=str)
-        if key in seen:       # the same attempt through two inputs counts once, as in the report itself
+        if key in seen:  # the same attempt through two inputs counts once, as in the report itself
             continue
         seen.add(key)
         if r.get("outcome") == "failed" and r.get("signature"):
@@ -164,9 +220,9 @@ class Suspect:
 
 def host_suspects(df) -> list[Suspect]:
     """A host is a suspect when
-      - its attempts fail under two or more different configurations while one of those configurations comes up
-        (ready) on another host: the config is not what fails, the host is; or
-      - hardware evidence appears in its attempts (kernel Xid, ECC, GPU fallen off the bus), listed."""
+    - its attempts fail under two or more different configurations while one of those configurations comes up
+      (ready) on another host: the config is not what fails, the host is; or
+    - hardware evidence appears in its attempts (kernel Xid, ECC, GPU fallen off the bus), listed."""
     a = attempts(df)
     a = a[a["host"].notna() & (a["host"].astype(str).str.strip() != "")]
     ready_cfg_hosts: dict[str, set] = {}
@@ -183,8 +239,10 @@ def host_suspects(df) -> list[Suspect]:
         cfgs = sorted(fails["config_id"].dropna().unique())
         elsewhere = [c for c in cfgs if ready_cfg_hosts.get(c, set()) - {host}]
         if len(cfgs) >= 2 and elsewhere:
-            s.reasons.append(f"failed under {len(cfgs)} different configurations; {len(elsewhere)} of them came up "
-                             f"on other hosts ({', '.join(sorted(set().union(*(ready_cfg_hosts[c] - {host} for c in elsewhere))))})")
+            s.reasons.append(
+                f"failed under {len(cfgs)} different configurations; {len(elsewhere)} of them came up "
+                f"on other hosts ({', '.join(sorted(set().union(*(ready_cfg_hosts[c] - {host} for c in elsewhere))))})"
+            )
         hw = [e for e in g["hardware_evidence"].dropna() for e in str(e).split("\n") if e]
         if hw:
             s.reasons.append("hardware evidence in the logs (Xid / ECC / fallen off the bus)")

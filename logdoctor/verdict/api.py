@@ -3,6 +3,7 @@
 `diagnose()` is the deploy-script hook (design.md): it accepts text (str), bytes, a pathlib.Path or an iterable of lines, never
 raises on a bad log (the Diagnosis says so) and raises LogdoctorError subclasses only for usage errors.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,24 +28,37 @@ from logdoctor.verdict import remedy
 from logdoctor.verdict.defects import engine_defect
 from logdoctor.verdict.diagnosis import Diagnosis, Evidence, version_fields
 
-UNKNOWN_COLLECT = ("journalctl -u UNIT -n 1000 --no-pager", "journalctl -k -b --no-pager | grep -E 'NVRM|oom|Killed'",
-                   "nvidia-smi -q")
+UNKNOWN_COLLECT = (
+    "journalctl -u UNIT -n 1000 --no-pager",
+    "journalctl -k -b --no-pager | grep -E 'NVRM|oom|Killed'",
+    "nvidia-smi -q",
+)
 
 
-def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = (), *,
-             loaded_rules: list[Rule] | None = None, classifier="default", unit: str | None = None,
-             host: str | None = None) -> Diagnosis:
+def diagnose(
+    source,
+    engine: str = "auto",
+    history=None,
+    rules: Iterable[str] = (),
+    *,
+    loaded_rules: list[Rule] | None = None,
+    classifier="default",
+    unit: str | None = None,
+    host: str | None = None,
+) -> Diagnosis:
     """history: None (off), True (the default store), a path, or a logdoctor.history.History; with a history the
     verdict reasons across earlier attempts (crossattempt.py) and the window's attempts are recorded."""
     res = source if isinstance(source, ReadResult) else read_any(source)
-    if classifier == "default":   # the shipped model, as `explain` uses it (None: rules only)
+    if classifier == "default":  # the shipped model, as `explain` uses it (None: rules only)
         from logdoctor.classify.runtime import load_default
+
         classifier = load_default()
     rule_set = loaded_rules if loaded_rules is not None else load_rules(tuple(rules))
     tl = build(res.records, engine)
     if history is None or history is False:
         return diagnose_timeline(tl, res, rule_set, classifier=classifier)
     from logdoctor.history import History, open_history
+
     store = open_history(history)
     try:
         return diagnose_with_history(tl, res, rule_set, classifier=classifier, history=store, unit=unit, host=host)
@@ -53,8 +67,9 @@ def diagnose(source, engine: str = "auto", history=None, rules: Iterable[str] = 
             store.close()
 
 
-def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None,
-                      tried_extra: dict | None = None) -> Diagnosis:
+def diagnose_timeline(
+    tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None, tried_extra: dict | None = None
+) -> Diagnosis:
     """Timeline -> Diagnosis of the attempt the verdict is about (attempts.verdict_attempt: the most recent failed
     attempt while a later one is still starting, else the last): rules (+ classifier) decide (matching/decide.py),
     the fix planner proposes (skipping `tried_extra` values: lever -> values tried elsewhere, from the attempt
@@ -69,18 +84,45 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     listed = [{"rule": c.rule.id, "cause": c.cause, "score": c.score} for c in cands]
     window, head, tail = _window(tl, res, a, attempt_note)
     version, version_hint = version_fields(tl.engine_version)
-    common: dict[str, Any] = dict(engine=tl.engine, engine_version=version, engine_version_hint=version_hint,
-                                  failed=a.failed,
-                                  rank=a.first_failing_rank, config=_config_view(a), window=window, origin=res.origin,
-                                  attempt_index=vi)
+    common: dict[str, Any] = dict(
+        engine=tl.engine,
+        engine_version=version,
+        engine_version_hint=version_hint,
+        failed=a.failed,
+        rank=a.first_failing_rank,
+        config=_config_view(a),
+        window=window,
+        origin=res.origin,
+        attempt_index=vi,
+    )
     if not a.failed:
-        explanation = ("The service came up: " + _ready_text(a)) if a.ready else \
-            "No failure in this window: no fatal traceback, no death message, no failed systemd result."
-        return Diagnosis(phase=a.phase, cause=None, confidence=healthy_confidence(a.ready), rule=None,
-                         explanation=explanation, attempts=_attempts(per_attempt, vi, None), candidates=listed,
-                         notes=tail + _hardware_warnings(a), **common)
-    named = dict(phase=a.phase, cause=UNKNOWN, confidence=0.0, rule=None, no_flag_change=True, notes=head + tail,
-                 attempts=_attempts(per_attempt, vi, None), candidates=listed, **common)
+        explanation = (
+            ("The service came up: " + _ready_text(a))
+            if a.ready
+            else "No failure in this window: no fatal traceback, no death message, no failed systemd result."
+        )
+        return Diagnosis(
+            phase=a.phase,
+            cause=None,
+            confidence=healthy_confidence(a.ready),
+            rule=None,
+            explanation=explanation,
+            attempts=_attempts(per_attempt, vi, None),
+            candidates=listed,
+            notes=tail + _hardware_warnings(a),
+            **common,
+        )
+    named = dict(
+        phase=a.phase,
+        cause=UNKNOWN,
+        confidence=0.0,
+        rule=None,
+        no_flag_change=True,
+        notes=head + tail,
+        attempts=_attempts(per_attempt, vi, None),
+        candidates=listed,
+        **common,
+    )
     mechanism = _mechanism(tl, a, cands, named)
     if mechanism is not None:
         return mechanism
@@ -88,10 +130,20 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
     listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
     source, cited, atlas_phase = _atlas_source(v, a)
     if v.winner is None:
-        return Diagnosis(phase=atlas_phase or a.phase, cause=UNKNOWN, confidence=0.0, rule=None,
-                         evidence=_unknown_evidence(a), explanation=UNKNOWN_TEXT, actions=list(UNKNOWN_COLLECT),
-                         notes=head + cited + tail, attempts=_attempts(per_attempt, vi, None), candidates=listed,
-                         source=source, **common)
+        return Diagnosis(
+            phase=atlas_phase or a.phase,
+            cause=UNKNOWN,
+            confidence=0.0,
+            rule=None,
+            evidence=_unknown_evidence(a),
+            explanation=UNKNOWN_TEXT,
+            actions=list(UNKNOWN_COLLECT),
+            notes=head + cited + tail,
+            attempts=_attempts(per_attempt, vi, None),
+            candidates=listed,
+            source=source,
+            **common,
+        )
     win = v.winner
     base_conf = v.confidence
     carried = _from_earlier(per_attempt, vi, win)
@@ -100,8 +152,10 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         generic = win.rule.title
         win, seen = carried
         base_conf = min(base_conf, win.rule.confidence)
-        head = head + [f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
-                       f"same phase with more detail; this attempt shows only {generic}"]
+        head = head + [
+            f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
+            f"same phase with more detail; this attempt shows only {generic}"
+        ]
     phase = atlas_phase or a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
@@ -118,30 +172,54 @@ def diagnose_timeline(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, cl
         conf = cf.cut_window(conf)
     low = [f"confidence lowered: {why_low}"] if why_low else []
     return Diagnosis(
-        phase=phase, cause=win.cause, confidence=conf, rule=win.rule.id, title=win.rule.title,
-        evidence=evidence, explanation=explanation,
-        fixes=fixes, notes=head + notes + _tried_notes(tl) + low + cited + tail, source=source,
+        phase=phase,
+        cause=win.cause,
+        confidence=conf,
+        rule=win.rule.id,
+        title=win.rule.title,
+        evidence=evidence,
+        explanation=explanation,
+        fixes=fixes,
+        notes=head + notes + _tried_notes(tl) + low + cited + tail,
+        source=source,
         actions=[_fill(x, vars_) for x in win.rule.actions],
-        no_flag_change=win.rule.no_flag_change, alternatives=[alt.to_dict() for alt in v.alternatives],
-        attempts=_attempts(per_attempt, vi, win.cause), candidates=listed, **common)
+        no_flag_change=win.rule.no_flag_change,
+        alternatives=[alt.to_dict() for alt in v.alternatives],
+        attempts=_attempts(per_attempt, vi, win.cause),
+        candidates=listed,
+        **common,
+    )
 
 
-def _window(tl: Timeline, res: ReadResult, a: Attempt, attempt_note: str | None
-            ) -> tuple[dict[str, Any], list[str], list[str]]:
+def _window(
+    tl: Timeline, res: ReadResult, a: Attempt, attempt_note: str | None
+) -> tuple[dict[str, Any], list[str], list[str]]:
     """The JSON `window` (lines, start seen, cut, damage, prefix), and the notes that go before and after the
     verdict's own."""
-    window: dict[str, Any] = {"lines": res.stats.read, "start_seen": tl.start_seen, "cut": cut_reason(a),
-                              "damage": res.stats.damage()}
+    window: dict[str, Any] = {
+        "lines": res.stats.read,
+        "start_seen": tl.start_seen,
+        "cut": cut_reason(a),
+        "damage": res.stats.damage(),
+    }
     tail = []
     if res.stats.unknown_prefix:
         window["prefix"] = res.stats.unknown_prefix
-        tail.append(f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
-                    "peeled off as an unknown wrapper, so the writer or rank it may name is not used")
+        tail.append(
+            f"most lines start with a prefix logdoctor does not know ({res.stats.unknown_prefix!r}); it was "
+            "peeled off as an unknown wrapper, so the writer or rank it may name is not used"
+        )
     head = [n for n in (attempt_note, cut_note(a) if window["cut"] else None) if n]
-    if res.stats.stopped:   # a truncated or capped archive: the verdict covers only what was read (reliability.md)
+    if res.stats.stopped:  # a truncated or capped archive: the verdict covers only what was read (reliability.md)
         window["cut"] = f"input ends early ({res.stats.stopped})"
-        head = [n for n in (attempt_note, f"the input ends early ({res.stats.stopped}): the verdict covers only the "
-                            "lines read") if n]
+        head = [
+            n
+            for n in (
+                attempt_note,
+                f"the input ends early ({res.stats.stopped}): the verdict covers only the lines read",
+            )
+            if n
+        ]
     return window, head, tail
 
 
@@ -152,27 +230,48 @@ def _mechanism(tl: Timeline, a: Attempt, cands: list[Candidate], named: dict[str
     fatal = a.decisive is not None and a.decisive.fatal
     if a.hang is not None and not fatal and not any(c.cause != "startup_timeout" for c in strong):
         h = a.hang
-        return Diagnosis(title="a hang while serving (health checks failing, no error from the engine)",
-                         evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence], explanation=h.explanation(),
-                         actions=h.actions(), **named)
+        return Diagnosis(
+            title="a hang while serving (health checks failing, no error from the engine)",
+            evidence=[Evidence(ln, t[:300]) for ln, t in h.evidence],
+            explanation=h.explanation(),
+            actions=h.actions(),
+            **named,
+        )
     defect = engine_defect(a)
     if defect is not None and not strong and not (not cands and _atlas_places(tl, a)):
-        return Diagnosis(title="a defect in the engine's code (or an unsupported feature combination)",
-                         evidence=[Evidence(defect.line, defect.exc)], explanation=defect.explanation(tl.engine),
-                         actions=defect.actions(tl.engine), **named)
+        return Diagnosis(
+            title="a defect in the engine's code (or an unsupported feature combination)",
+            evidence=[Evidence(defect.line, defect.exc)],
+            explanation=defect.explanation(tl.engine),
+            actions=defect.actions(tl.engine),
+            **named,
+        )
     return None
 
 
 def _explanation(win: Candidate, vars_: dict, derived: list[str]) -> str:
     explanation = _fill(win.rule.explain, vars_) if win.rule.explain else win.rule.title
     if derived:  # what the rule read off the log, said as a statement, not shown as a quoted line
-        explanation = explanation.rstrip() + (" " if explanation.rstrip().endswith(".") else ". ") + \
-            "Read from the log: " + "; ".join(derived) + "."
+        explanation = (
+            explanation.rstrip()
+            + (" " if explanation.rstrip().endswith(".") else ". ")
+            + "Read from the log: "
+            + "; ".join(derived)
+            + "."
+        )
     return explanation
 
 
-def diagnose_with_history(tl: Timeline, res: ReadResult, rule_set: list[Rule], *, classifier=None, history=None,
-                          unit: str | None = None, host: str | None = None) -> Diagnosis:
+def diagnose_with_history(
+    tl: Timeline,
+    res: ReadResult,
+    rule_set: list[Rule],
+    *,
+    classifier=None,
+    history=None,
+    unit: str | None = None,
+    host: str | None = None,
+) -> Diagnosis:
     """diagnose_timeline with the history (crossattempt.py): tried values go to the planner, the sequence may amend
     the verdict (`Review.amendments`), and every attempt of the window is recorded (idempotently). Here, not in
     crossattempt, so that the reasoning across attempts never calls back into the pipeline (no import cycle)."""
@@ -210,7 +309,8 @@ def diagnose_with_history(tl: Timeline, res: ReadResult, rule_set: list[Rule], *
         for k, vs in tried_store.items():
             tried.setdefault(k, set()).update(vs)
         in_store = history.count_here(h, u, started_before=cur_started) - (
-            1 if cur_key in known and not cur_started else 0)
+            1 if cur_key in known and not cur_started else 0
+        )
         attempts_here = max(in_store, 0) + sum(1 for r in window_rows if r.key not in known)
     d = diagnose_timeline(tl, res, rule_set, classifier=classifier, tried_extra=tried)
     rows = xa.rows_for(tl, d, unit=u, host=host)
@@ -221,8 +321,15 @@ def diagnose_with_history(tl: Timeline, res: ReadResult, rule_set: list[Rule], *
         def fleet(cause: str, rule: str | None) -> list[str]:
             return history.verdict_hosts(cause, rule, since)
 
-        rv = xa.review(d, replace(rows[ci]), earlier, history.ready_elsewhere(u, h) if u else [],
-                       tried_extra=tried_store, attempts_here=attempts_here, fleet=fleet if h else None)
+        rv = xa.review(
+            d,
+            replace(rows[ci]),
+            earlier,
+            history.ready_elsewhere(u, h) if u else [],
+            tried_extra=tried_store,
+            attempts_here=attempts_here,
+            fleet=fleet if h else None,
+        )
         d = d.amended(*rv.amendments, history=rv.to_dict())
         rows[ci] = xa.rows_for(tl, d, unit=u, host=host)[ci]
     history.record(window_rows + rows)
@@ -253,7 +360,7 @@ def _atlas_source(v, a: Attempt) -> tuple[dict | None, list[str], str | None]:
         return None, [], None
     line, _text, hit = v.atlas
     phase = hit.phase if a.phase_source == "none" and hit.phase != UNKNOWN else None
-    cited = v.winner is not None and v.winner.rule.id.startswith("atlas:")   # its explanation cites it already
+    cited = v.winner is not None and v.winner.rule.id.startswith("atlas:")  # its explanation cites it already
     note = [] if cited else [f"the decisive error (line {line}) is the engine's own message, {hit.citation()}"]
     return {**hit.source(), "log_line": line}, note, phase
 
@@ -261,9 +368,15 @@ def _atlas_source(v, a: Attempt) -> tuple[dict | None, list[str], str | None]:
 def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, cause: str | None) -> list[dict]:
     """One entry per attempt: where it started, its phase, its cause (the verdict's for the attempt it is about) and
     its outcome (failed / ready / in_progress / stopped)."""
-    out = [{"started_line": x.start_line, "phase": x.phase,
-            "cause": (c[0].cause if c else UNKNOWN) if x.failed else None, "outcome": outcome(x)}
-           for x, c in per_attempt]
+    out = [
+        {
+            "started_line": x.start_line,
+            "phase": x.phase,
+            "cause": (c[0].cause if c else UNKNOWN) if x.failed else None,
+            "outcome": outcome(x),
+        }
+        for x, c in per_attempt
+    ]
     if cause is not None:
         out[vi]["cause"] = cause
     return out
@@ -272,13 +385,16 @@ def _attempts(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, cause
 def _hardware_warnings(a: Attempt) -> list[str]:
     """A hardware-class Xid while the service is up is worth a warning even though nothing failed (yet)."""
     from logdoctor.core.vocab import XID_HARDWARE
+
     out = []
     for e in a.kernel:
         x = e.values.get("xid")
         if e.name == "xid" and x in XID_HARDWARE:
-            w = (f"warning: the kernel logged hardware-class Xid {x} for the GPU at PCI {e.values.get('pci')} (line "
-                 f"{e.line}) while the service was up; if the service uses that GPU, check it: "
-                 "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER")
+            w = (
+                f"warning: the kernel logged hardware-class Xid {x} for the GPU at PCI {e.values.get('pci')} (line "
+                f"{e.line}) while the service was up; if the service uses that GPU, check it: "
+                "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"
+            )
             if w not in out:
                 out.append(w)
         elif e.name == "fallen_off":
@@ -293,8 +409,14 @@ def cut_reason(a: Attempt) -> str | None:
     dec = a.decisive
     if dec is not None and dec.cut is not None:
         return dec.cut_reason
-    if dec is not None and not dec.fatal and not dec.errors and any(e.kind == "death" for e in a.events) \
-            and not a.kernel and not any(k in a.systemd for k in ("timeout", "oom")):
+    if (
+        dec is not None
+        and not dec.fatal
+        and not dec.errors
+        and any(e.kind == "death" for e in a.events)
+        and not a.kernel
+        and not any(k in a.systemd for k in ("timeout", "oom"))
+    ):
         return "before the final error"
     return None
 
@@ -304,8 +426,10 @@ def cut_note(a: Attempt) -> str:
     if dec is not None and dec.cut is not None:
         f = dec.engine_frame()
         where = f" (last engine frame: {f.func} in {f.basename})" if f is not None and f.func else ""
-        return (f"the final error is not in the window: it ends {dec.cut_reason}{where}; "
-                "run journalctl -u UNIT -n 1000 to see the exception")
+        return (
+            f"the final error is not in the window: it ends {dec.cut_reason}{where}; "
+            "run journalctl -u UNIT -n 1000 to see the exception"
+        )
     return "the final error is not in the window: only the death notice is; run journalctl -u UNIT -n 1000"
 
 
@@ -313,12 +437,13 @@ def _tried_notes(tl: Timeline) -> list[str]:
     """What changed between the attempts in the window ("already tried: --disable-cuda-graph at attempt 3")."""
     from logdoctor.engines import levers as lv
     from logdoctor.timeline.config import comparable_levers
+
     notes = []
     known = [a for a in tl.attempts if a.config.known]
     for prev, cur in zip(known, known[1:]):
         pair = comparable_levers([prev.config, cur.config])
         if pair is None:
-            continue        # nothing logged by both: no change can be told from a difference in what was logged
+            continue  # nothing logged by both: no change can be told from a difference in what was logged
         before, after = pair
         for lever, new in after.items():
             old = before.get(lever)
@@ -336,15 +461,19 @@ def _tried_notes(tl: Timeline) -> list[str]:
     return notes
 
 
-UNKNOWN_TEXT = ("The service failed, but no rule recognises the failure and the log does not show enough to "
-                "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + ".")
+UNKNOWN_TEXT = (
+    "The service failed, but no rule recognises the failure and the log does not show enough to "
+    "name a cause. Collect: " + "; ".join(UNKNOWN_COLLECT) + "."
+)
 
 
 def _unknown_evidence(a: Attempt) -> list[Evidence]:
     """Without a winning rule, the final exception of each traceback is the best evidence there is."""
     from logdoctor.verdict.evidence import quote
-    quoted, _ = quote(a.records, [(b.final.exc_line or b.first_line, _exc_text(b))
-                                  for b in a.blocks if b.final is not None])
+
+    quoted, _ = quote(
+        a.records, [(b.final.exc_line or b.first_line, _exc_text(b)) for b in a.blocks if b.final is not None]
+    )
     return [Evidence(ln, text) for ln, text in quoted][:3]
 
 
@@ -354,14 +483,16 @@ def _exc_text(b) -> str:
     return text.splitlines()[0] if text else b.header
 
 
-def _from_earlier(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, win: Candidate
-                  ) -> tuple[Candidate, Attempt] | None:
+def _from_earlier(
+    per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int, win: Candidate
+) -> tuple[Candidate, Attempt] | None:
     """A generic verdict on a restart of an unchanged configuration takes the mechanism an earlier attempt showed.
     Engines often print the telling detail only once: NCCL's WARN about the /dev/shm segment it could not grow or the
     interface it picked, before the respawn dies with a bare "unhandled system error". Same configuration (over the
     sources both attempts logged), same failure phase, same cause, a rule of a stronger tier: that rule, with its
     evidence from that attempt. Nothing carries across a changed flag."""
     from logdoctor.timeline.config import comparable_levers
+
     order = list(TIERS)
     if win.rule.tier not in ("generic", "fallback"):
         return None
@@ -382,6 +513,7 @@ def _evidence(win: Candidate, a: Attempt) -> tuple[list[Evidence], list[str]]:
     """1-5 evidence lines, each quoted as the log shows it (logdoctor/verdict/evidence.py: a leaf may have matched only part
     of the line, e.g. the inner error of a wrapper), and the statements the leaves derived (for the explanation)."""
     from logdoctor.verdict.evidence import quote
+
     quoted, derived = quote(a.records, win.hit.evidence)
     return [Evidence(ln, text) for ln, text in quoted][:5], derived
 
@@ -408,6 +540,7 @@ def _fill(template: str, vars_: dict) -> str:
     """Fill an explain template; a sentence that names a value the log did not show is dropped, not printed
     with a hole in it."""
     from logdoctor.matching.template import fill  # {name} only: rule text never reaches str.format (F9)
+
     text = fill(" ".join(template.split()), vars_, lambda _key: _MISSING)
     if _MISSING not in text:
         return text

@@ -13,6 +13,7 @@ Causes that come from outside the GPUs (a busy port, host RAM, a missing model, 
 never escalate. A healthy start of the same unit and model on another host with the same or a larger configuration
 is reported as evidence.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,27 +29,57 @@ from logdoctor.verdict import signature as failure
 from logdoctor.verdict.diagnosis import Amendment, Diagnosis
 
 # causes that depend on things outside the host's GPUs: sequences of these never point at the hardware
-EXTERNAL_CAUSES = frozenset(("port_in_use", "host_oom", "model_load_error", "config_invalid", "kernel_arch_mismatch",
-                             "startup_timeout"))
+EXTERNAL_CAUSES = frozenset(
+    ("port_in_use", "host_oom", "model_load_error", "config_invalid", "kernel_arch_mismatch", "startup_timeout")
+)
 # the earliest phase in which a lever can change what happens (unknown levers: "launch", i.e. anywhere)
 LEVER_PHASE = {
-    "tp_size": "launch", "pp_size": "launch", "ep_size": "launch", "port": "launch", "trust_remote_code": "launch",
-    "context_length": "launch", "speculative_algorithm": "launch",
-    "nccl_port": "dist_init", "dist_init_addr": "dist_init", "custom_all_reduce_off": "dist_init",
-    "quantization": "weight_load", "dtype": "weight_load", "cpu_offload": "weight_load",
+    "tp_size": "launch",
+    "pp_size": "launch",
+    "ep_size": "launch",
+    "port": "launch",
+    "trust_remote_code": "launch",
+    "context_length": "launch",
+    "speculative_algorithm": "launch",
+    "nccl_port": "dist_init",
+    "dist_init_addr": "dist_init",
+    "custom_all_reduce_off": "dist_init",
+    "quantization": "weight_load",
+    "dtype": "weight_load",
+    "cpu_offload": "weight_load",
     "attention_backend": "kernel_init",
-    "mem_fraction": "memory_pool", "max_running": "memory_pool", "prefill_chunk": "memory_pool",
-    "max_prefill_tokens": "memory_pool", "max_total_tokens": "memory_pool", "kv_cache_dtype": "memory_pool",
-    "mamba_ratio": "memory_pool", "max_mamba_cache": "memory_pool", "mamba_strategy": "memory_pool",
+    "mem_fraction": "memory_pool",
+    "max_running": "memory_pool",
+    "prefill_chunk": "memory_pool",
+    "max_prefill_tokens": "memory_pool",
+    "max_total_tokens": "memory_pool",
+    "kv_cache_dtype": "memory_pool",
+    "mamba_ratio": "memory_pool",
+    "max_mamba_cache": "memory_pool",
+    "mamba_strategy": "memory_pool",
     "prefix_cache_off": "memory_pool",
-    "graphs_off": "graph_capture", "graph_max_bs": "graph_capture", "piecewise_graph_off": "graph_capture",
-    "prefill_graph_max": "graph_capture", "torch_compile": "graph_capture", "torch_compile_max_bs": "graph_capture",
+    "graphs_off": "graph_capture",
+    "graph_max_bs": "graph_capture",
+    "piecewise_graph_off": "graph_capture",
+    "prefill_graph_max": "graph_capture",
+    "torch_compile": "graph_capture",
+    "torch_compile_max_bs": "graph_capture",
 }
 # levers where a higher value asks more of the GPU (for "came up elsewhere with the same or a larger config")
-DEMAND_LEVERS = ("context_length", "max_running", "prefill_chunk", "max_prefill_tokens", "max_total_tokens",
-                 "graph_max_bs", "mem_fraction")
-HOST_CHECKS = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER", "journalctl -k -b | grep -E 'NVRM: Xid|fallen off'",
-               "dcgmi diag -r 2")
+DEMAND_LEVERS = (
+    "context_length",
+    "max_running",
+    "prefill_chunk",
+    "max_prefill_tokens",
+    "max_total_tokens",
+    "graph_max_bs",
+    "mem_fraction",
+)
+HOST_CHECKS = (
+    "nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER",
+    "journalctl -k -b | grep -E 'NVRM: Xid|fallen off'",
+    "dcgmi diag -r 2",
+)
 # the fleet circuit breaker: the same hardware verdict (cause and rule) recorded on at least BREAKER_MIN_HOSTS hosts
 # within BREAKER_WINDOW_S seconds reads as a software or driver cause (a release, an image, a driver update) rather
 # than that many failing GPUs (NVSentinel's lesson); the verdict's confidence is capped at BREAKER_CONFIDENCE and no
@@ -57,7 +88,7 @@ BREAKER_MIN_HOSTS = 4
 BREAKER_WINDOW_S = 6 * 3600
 BREAKER_CONFIDENCE = cf.BREAKER_CAP
 _UNIT_IN_TEXT = re.compile(r"\b([\w@.:\\-]+\.service)\b")
-_UNIT_RUN = re.compile(r"[\w@.:\\-]+")     # a unit name match lies inside one such run
+_UNIT_RUN = re.compile(r"[\w@.:\\-]+")  # a unit name match lies inside one such run
 
 
 def _unit_in_text(text: str):
@@ -79,18 +110,25 @@ class Review:
 
     host: str
     unit: str
-    attempts_here: int = 0                        # earlier attempts of this unit on this host (window + history)
-    tried: dict = field(default_factory=dict)     # lever -> values already tried here
-    escalation: str | None = None                 # the history rule that escalated, if any
+    attempts_here: int = 0  # earlier attempts of this unit on this host (window + history)
+    tried: dict = field(default_factory=dict)  # lever -> values already tried here
+    escalation: str | None = None  # the history rule that escalated, if any
     reason: str = ""
     healthy_elsewhere: list = field(default_factory=list)
-    fleet: dict | None = None                     # the circuit breaker, when it tripped: {"rule", "hosts", "window_s"}
-    amendments: list[Amendment] = field(default_factory=list)   # what it changes in the verdict, in order
+    fleet: dict | None = None  # the circuit breaker, when it tripped: {"rule", "hosts", "window_s"}
+    amendments: list[Amendment] = field(default_factory=list)  # what it changes in the verdict, in order
 
     def to_dict(self) -> dict:
-        return {"host": self.host, "unit": self.unit, "attempts_here": self.attempts_here,
-                "tried": {k: sorted(v, key=str) for k, v in self.tried.items()}, "escalation": self.escalation,
-                "reason": self.reason, "healthy_elsewhere": self.healthy_elsewhere, "fleet": self.fleet}
+        return {
+            "host": self.host,
+            "unit": self.unit,
+            "attempts_here": self.attempts_here,
+            "tried": {k: sorted(v, key=str) for k, v in self.tried.items()},
+            "escalation": self.escalation,
+            "reason": self.reason,
+            "healthy_elsewhere": self.healthy_elsewhere,
+            "fleet": self.fleet,
+        }
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -122,6 +160,7 @@ def _sha1(data: bytes):
 def unit_of(tl: Timeline, hint: str | None = None) -> str:
     if hint:
         from logdoctor.input.sources.journal import mangle_unit
+
         return mangle_unit(hint)
     for r in tl.records:
         if r.unit and r.transport in (SERVICE, SYSTEMD):
@@ -192,13 +231,25 @@ def rows_for(tl: Timeline, d: Diagnosis, *, unit: str | None = None, host: str |
             f = d.fixes[0]
             fix = {"lever": f.lever, "flag": f.flag, "from": f.from_, "to": f.to, "text": f.text}
         ts = next((r.ts for r in a.records if r.ts), None)
-        rows.append(AttemptRow(
-            key=attempt_key(h, u, a), host=h, unit=u, engine=tl.engine, engine_version=tl.engine_version,
-            model=str(a.config.raw.get("model_path") or a.config.raw.get("model") or "") or None,
-            started=ts.isoformat() if ts else None, config=_config(a), phase=d.phase if last else a.phase,
-            outcome=attempt_outcome(a), cause=(d.cause if last else cause) if a.failed else None,
-            signature=signature(a) if a.failed else None, fix=fix, rule=d.rule if last else None,
-            origin=d.origin or None))
+        rows.append(
+            AttemptRow(
+                key=attempt_key(h, u, a),
+                host=h,
+                unit=u,
+                engine=tl.engine,
+                engine_version=tl.engine_version,
+                model=str(a.config.raw.get("model_path") or a.config.raw.get("model") or "") or None,
+                started=ts.isoformat() if ts else None,
+                config=_config(a),
+                phase=d.phase if last else a.phase,
+                outcome=attempt_outcome(a),
+                cause=(d.cause if last else cause) if a.failed else None,
+                signature=signature(a) if a.failed else None,
+                fix=fix,
+                rule=d.rule if last else None,
+                origin=d.origin or None,
+            )
+        )
     return rows
 
 
@@ -227,7 +278,7 @@ def earlier_here(hist_rows: list[AttemptRow], window_rows: list[AttemptRow], cur
 def _before(r: AttemptRow, cur: AttemptRow) -> bool:
     if r.started and cur.started:
         return r.started < cur.started
-    return True   # no times to compare: what was recorded earlier came earlier
+    return True  # no times to compare: what was recorded earlier came earlier
 
 
 def tried_values(rows: list[AttemptRow]) -> dict[str, set]:
@@ -258,7 +309,7 @@ def _applied(fix: dict | None, before: dict, now: dict) -> bool:
         return str(cur) == str(to)
     if cur_f == to_f:
         return True
-    return cur_f != old_f and (cur_f - old_f) * (to_f - old_f) > 0   # moved the suggested way (maybe further)
+    return cur_f != old_f and (cur_f - old_f) * (to_f - old_f) > 0  # moved the suggested way (maybe further)
 
 
 def _phase_i(p: str | None) -> int:
@@ -279,8 +330,10 @@ def regression(prev: AttemptRow, cur: AttemptRow) -> str | None:
         return None
     fix = prev.fix.get("text") or prev.fix.get("flag")
     where = "at the same phase" if c == p else f"earlier, in {cur.phase}"
-    return (f"the previous attempt failed in {prev.phase} ({prev.cause or 'unknown'}); its suggested fix ({fix}) was "
-            f"applied, and now the service fails {where}")
+    return (
+        f"the previous attempt failed in {prev.phase} ({prev.cause or 'unknown'}); its suggested fix ({fix}) was "
+        f"applied, and now the service fails {where}"
+    )
 
 
 def unexplained(earlier: AttemptRow, cur: AttemptRow) -> str | None:
@@ -293,10 +346,12 @@ def unexplained(earlier: AttemptRow, cur: AttemptRow) -> str | None:
     if any(_phase_i(LEVER_PHASE.get(k, "launch")) <= c for k in diff):
         return None
     got = "came up" if earlier.outcome == "ready" else f"got past it, to {earlier.phase}"
-    what = ("with the same flags" if not diff else
-            "and the flags that differ (" + ", ".join(diff) + ") act only after " + cur.phase)
-    return (f"an earlier attempt on this host {got} {what}; this one died in {cur.phase}, which no flag change "
-            f"explains")
+    what = (
+        "with the same flags"
+        if not diff
+        else "and the flags that differ (" + ", ".join(diff) + ") act only after " + cur.phase
+    )
+    return f"an earlier attempt on this host {got} {what}; this one died in {cur.phase}, which no flag change explains"
 
 
 def _larger_or_same(other: dict, mine: dict) -> tuple[bool, bool]:
@@ -339,9 +394,16 @@ def _when(started: str | None) -> str:
     return " at " + started[11:16] if len(started) >= 16 else ""
 
 
-def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: list[AttemptRow], *,
-           tried_extra: dict[str, set] | None = None, attempts_here: int | None = None,
-           fleet: Callable[[str, str | None], list[str]] | None = None) -> Review:
+def review(
+    d: Diagnosis,
+    cur: AttemptRow,
+    earlier: list[AttemptRow],
+    elsewhere: list[AttemptRow],
+    *,
+    tried_extra: dict[str, set] | None = None,
+    attempts_here: int | None = None,
+    fleet: Callable[[str, str | None], list[str]] | None = None,
+) -> Review:
     """Apply the cross-attempt rules to a fresh verdict `d` (read, never changed) and say what the history added;
     the changes it asks for are `Review.amendments` (`d.amended(*rv.amendments)` is the final verdict).
 
@@ -351,8 +413,12 @@ def review(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], elsewhere: 
     for k, vs in (tried_extra or {}).items():
         tried_all.setdefault(k, set()).update(vs)
     tried = {k: {v for v in vs if v != cur.config.get(k)} for k, vs in tried_all.items()}
-    rv = Review(host=cur.host, unit=cur.unit, attempts_here=len(earlier) if attempts_here is None else attempts_here,
-                tried={k: v for k, v in tried.items() if v})
+    rv = Review(
+        host=cur.host,
+        unit=cur.unit,
+        attempts_here=len(earlier) if attempts_here is None else attempts_here,
+        tried={k: v for k, v in tried.items() if v},
+    )
     rv.healthy_elsewhere = healthy_elsewhere(elsewhere, cur)
     seen = []
     for h in rv.healthy_elsewhere:
@@ -386,8 +452,9 @@ def _sequence(cur: AttemptRow, earlier: list[AttemptRow]) -> tuple[str | None, s
     return None, None
 
 
-def _breaker(d: Diagnosis, cur: AttemptRow, rv: Review, rule: str | None,
-             fleet: Callable[[str, str | None], list[str]] | None) -> bool:
+def _breaker(
+    d: Diagnosis, cur: AttemptRow, rv: Review, rule: str | None, fleet: Callable[[str, str | None], list[str]] | None
+) -> bool:
     """The fleet circuit breaker: True (and an amendment says so) when this hardware verdict already landed on
     BREAKER_MIN_HOSTS hosts, this one included, within BREAKER_WINDOW_S."""
     if fleet is None:
@@ -398,12 +465,16 @@ def _breaker(d: Diagnosis, cur: AttemptRow, rv: Review, rule: str | None,
     rv.fleet = {"rule": rule, "hosts": hosts, "window_s": BREAKER_WINDOW_S}
     shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
     hours = f"{BREAKER_WINDOW_S / 3600:g} h"
-    note = (f"fleet: the same hardware verdict ({rule or 'hardware_fault'}) landed on {len(hosts)} hosts "
-            f"within {hours} ({shown}): more likely a software or driver cause than {len(hosts)} failing hosts")
-    check = (f"before draining hosts, check what changed across {len(hosts)} hosts within {hours}: the GPU driver "
-             "(nvidia-smi), the CUDA and engine versions, the container image")
+    note = (
+        f"fleet: the same hardware verdict ({rule or 'hardware_fault'}) landed on {len(hosts)} hosts "
+        f"within {hours} ({shown}): more likely a software or driver cause than {len(hosts)} failing hosts"
+    )
+    check = (
+        f"before draining hosts, check what changed across {len(hosts)} hosts within {hours}: the GPU driver "
+        "(nvidia-smi), the CUDA and engine versions, the container image"
+    )
     actions, conf = list(d.actions), None
-    if d.cause == "hardware_fault":   # the log's own verdict: kept, with less confidence and no draining
+    if d.cause == "hardware_fault":  # the log's own verdict: kept, with less confidence and no draining
         conf = cf.breaker(d.confidence)
         actions = [a for a in actions if "drain" not in a.lower()]
     rv.amendments.append(Amendment(notes=(note,), confidence=conf, actions=(check, *actions)))
@@ -419,27 +490,46 @@ def _escalate(d: Diagnosis, cur: AttemptRow, earlier: list[AttemptRow], rv: Revi
     move = f"move the service to another host{target}, or drain {cur.host} until its GPUs pass the checks"
     if was == "hardware_fault":
         actions = list(d.actions) + ([move] if move not in d.actions else [])
-        return Amendment(notes=(f"history agrees ({rv.escalation}): {rv.reason}",), confidence=round(max(conf, base), 2),
-                         actions=tuple(actions), clear_fixes=True)
-    story = "; ".join(f"attempt {i + 1}: {r.outcome} in {r.phase or 'unknown'}"
-                      + (f" ({r.cause})" if r.cause else "")
-                      + (f", suggested {r.fix.get('text') or r.fix.get('flag')}" if r.fix else "")
-                      for i, r in enumerate(earlier[-4:]))
+        return Amendment(
+            notes=(f"history agrees ({rv.escalation}): {rv.reason}",),
+            confidence=round(max(conf, base), 2),
+            actions=tuple(actions),
+            clear_fixes=True,
+        )
+    story = "; ".join(
+        f"attempt {i + 1}: {r.outcome} in {r.phase or 'unknown'}"
+        + (f" ({r.cause})" if r.cause else "")
+        + (f", suggested {r.fix.get('text') or r.fix.get('flag')}" if r.fix else "")
+        for i, r in enumerate(earlier[-4:])
+    )
     alternatives = None
     if was:
-        alternatives = ({"cause": was, "confidence": cf.demoted(conf)},
-                        *[a for a in d.alternatives if a.get("cause") not in (was, "hardware_fault")][:2])
-    explanation = (f"Suspected hardware fault on {cur.host}: {rv.reason}. Earlier attempts of "
-                   f"{cur.unit or 'this service'} on this host — {story}. Changing flags has stopped making "
-                   f"sense: the host (most likely one of its GPUs), not the configuration, is what fails. "
-                   f"On its own, this attempt's log reads: {d.explanation}").strip()
+        alternatives = (
+            {"cause": was, "confidence": cf.demoted(conf)},
+            *[a for a in d.alternatives if a.get("cause") not in (was, "hardware_fault")][:2],
+        )
+    explanation = (
+        f"Suspected hardware fault on {cur.host}: {rv.reason}. Earlier attempts of "
+        f"{cur.unit or 'this service'} on this host — {story}. Changing flags has stopped making "
+        f"sense: the host (most likely one of its GPUs), not the configuration, is what fails. "
+        f"On its own, this attempt's log reads: {d.explanation}"
+    ).strip()
     actions = list(HOST_CHECKS) + ([move] if move not in HOST_CHECKS else [])
-    return Amendment(cause="hardware_fault", rule=rv.escalation, title="suspected hardware fault on " + cur.host,
-                     confidence=round(base, 2), alternatives=alternatives, explanation=explanation,
-                     actions=tuple(actions), clear_fixes=True, attempt_cause="hardware_fault")
+    return Amendment(
+        cause="hardware_fault",
+        rule=rv.escalation,
+        title="suspected hardware fault on " + cur.host,
+        confidence=round(base, 2),
+        alternatives=alternatives,
+        explanation=explanation,
+        actions=tuple(actions),
+        clear_fixes=True,
+        attempt_cause="hardware_fault",
+    )
 
 
 def only(tl: Timeline, a: Attempt) -> Timeline:
     """A timeline of attempt `a` alone (its own verdict, for the sequence rules)."""
-    return Timeline(engine=tl.engine, engine_version=tl.engine_version, attempts=[a], records=a.records,
-                    start_seen=a.start_seen)
+    return Timeline(
+        engine=tl.engine, engine_version=tl.engine_version, attempts=[a], records=a.records, start_seen=a.start_seen
+    )

@@ -1,5 +1,6 @@
 """The Diagnosis: what `explain` prints and what `diagnose()` returns; `to_dict()` is schema
 logdoctor.diagnosis/v1 (design.md), validated in tests against logdoctor/schemas/diagnosis.schema.json."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ class FixStep:
     from_: object
     to: object
     why: str
-    text: str = ""          # the change as a person types it: "--mem-fraction-static 0.92", "remove --enable-torch-compile"
+    text: str = ""  # the change as a person types it: "--mem-fraction-static 0.92", "remove --enable-torch-compile"
 
     def to_dict(self) -> dict:
         return {"lever": self.lever, "flag": self.flag, "from": self.from_, "to": self.to, "why": self.why}
@@ -88,10 +89,12 @@ class Diagnosis:
     candidates: list[dict] = field(default_factory=list)
     no_flag_change: bool = False
     origin: str = ""
-    attempt_index: int | None = None   # which attempt of the window the verdict is about (0-based)
-    history: dict | None = None   # what the attempt history added (crossattempt.Review); in JSON when present
-    source: dict | None = None    # where the engine raises the decisive error (the atlas, docs/atlas.md); in JSON when present
-    engine_version_hint: str | None = None   # "0.5.23 or later, from wording" when no version was printed
+    attempt_index: int | None = None  # which attempt of the window the verdict is about (0-based)
+    history: dict | None = None  # what the attempt history added (crossattempt.Review); in JSON when present
+    source: dict | None = (
+        None  # where the engine raises the decisive error (the atlas, docs/atlas.md); in JSON when present
+    )
+    engine_version_hint: str | None = None  # "0.5.23 or later, from wording" when no version was printed
 
     def amended(self, *amendments: Amendment, history: dict | None = None) -> Diagnosis:
         """A new Diagnosis: this one with `amendments` applied in order (and `history` set, when given)."""

@@ -1,15 +1,16 @@
 """Evidence is quoted, never invented (issue 11): an evidence line is a log line as the log shows it — whole, or
 cut visibly with "…" — at its own line number. What a leaf derives (a frame summary, "TP1 failed alone: ...",
 "flag = value") is a statement about the log, not a quote: it goes to the explanation instead."""
+
 from __future__ import annotations
 
 ELLIPSIS = "…"
-MAX_QUOTE = 2000     # a line longer than this is not evidence anyone reads whole (JSON keeps this much)
+MAX_QUOTE = 2000  # a line longer than this is not evidence anyone reads whole (JSON keeps this much)
 
 
 def cut(text: str, limit: int) -> str:
     """`text` whole when it fits, else its first limit-1 characters and a visible "…"."""
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + ELLIPSIS
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS
 
 
 def quote(records, pairs) -> tuple[list[tuple[int, str]], list[str]]:

@@ -4,6 +4,7 @@ to the config in force, bounded, and never a value already in force or tried by 
 Every value passes `levers.check_value` (one token of the lever's type) before it becomes a FixStep: a bad literal
 in a rule file is a bad rule (BadValue, exit 2, naming the rule); a bad value a rule captured from the log is never
 proposed, and a note names the rule and the log line (`fix` refuses on it, exit 2: `refusals`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,11 +14,12 @@ from logdoctor.matching.loader import Fix, Rule
 from logdoctor.timeline.build import Attempt, Timeline
 from logdoctor.verdict.diagnosis import FixStep
 
-REFUSED_MARK = " refused: expected "    # in the note of a refused log-captured value (levers.BadValue's wording)
+REFUSED_MARK = " refused: expected "  # in the note of a refused log-captured value (levers.BadValue's wording)
 
 
-def plan(rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
-         ) -> tuple[list[FixStep], list[str]]:
+def plan(
+    rule: Rule, captures: dict, attempt: Attempt, tl: Timeline, *, tried_extra: dict | None = None
+) -> tuple[list[FixStep], list[str]]:
     """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set").
     `tried_extra`: lever -> values tried in earlier attempts outside the window (the attempt history)."""
     p = _Planning(rule, captures, attempt, tl.engine, tl.engine_version)
@@ -80,7 +82,7 @@ class _Planning:
 
     def _set(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
         """set: the rule's value (a literal or a capture), unless it is in force or tried."""
-        if f.value is None:   # "set" without a value: the flag must change, the rule cannot say to what
+        if f.value is None:  # "set" without a value: the flag must change, the rule cannot say to what
             return FixStep(f.lever, flag, current, None, _why(f.why, self.captures))
         value = _fill(f.value, self.captures, self.attempt.config.levers)
         if value is None:
@@ -194,7 +196,7 @@ def _when(f: Fix, captures: dict, levers: dict, engine: str | None = None) -> bo
         return True
     for k, v in f.when.items():
         if k == "engine" and engine not in (v if isinstance(v, list) else [v]):
-            return False   # engine-specific values, e.g. attention_backend triton (SGLang) / TRITON_ATTN (vLLM)
+            return False  # engine-specific values, e.g. attention_backend triton (SGLang) / TRITON_ATTN (vLLM)
         if k == "captured" and v not in captures:
             return False
         if k == "lever_set" and levers.get(v) is None:
@@ -222,6 +224,7 @@ def _fill(value, captures: dict, levers: dict):
 
 def _why(text: str, captures: dict) -> str:
     from logdoctor.matching.template import fill  # {name} only: rule text never reaches str.format (F9)
+
     return fill(text, captures, lambda _key: "?")
 
 
@@ -239,7 +242,7 @@ def render_fix(f: FixStep) -> str:
     if f.to is True:
         return f"add {f.text or f.flag}"
     if f.text and f.from_ is not None and f.text.startswith(f.flag + " "):
-        return f"{f.flag} {f.from_} → {f.text[len(f.flag):].strip()}"
+        return f"{f.flag} {f.from_} → {f.text[len(f.flag) :].strip()}"
     if f.text:
         return f.text
     if f.to is False:

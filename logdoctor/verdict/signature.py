@@ -10,6 +10,7 @@ devices, hosts, ports); the engine frames (file basename + function, no line num
 keep two unrelated crashes with the same exception text apart. How the granularity was checked on our fixtures is in
 docs/triage.md and tests/test_triage_signatures.py.
 """
+
 from __future__ import annotations
 
 from logdoctor.core import rxcache
@@ -17,22 +18,25 @@ from logdoctor.engines import each
 from logdoctor.timeline.decisive import is_fatal_block
 
 # order matters: the wider shapes first, so a path's digits are not masked one by one
-_MASKS = tuple((rxcache.compile(p), r) for p, r in (
-    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
-    (r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+=,-]+){2,}/?", "<path>"),
-    (r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b", "<pci>"),
-    (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
-    (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b", "<ip>"),
-    (r"\[?::1\]?:\d+|\blocalhost:\d+", "<ip>"),
-    (r"(?i)\b\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes?|B)\b", "<size>"),
-    (r"\b(TP|DP|PP|EP|CP)\d+\b", r"\1<n>"),
-    (r"(?i)\b(rank|local_rank|device|gpu|ordinal|pid|tid|port|worker|node)(\s*[=:#]?\s*)\d+", r"\1\2<n>"),
-    (r"(?i)\bcuda:\d+", "cuda:<n>"),
-    (r"\b[0-9a-f]{12,}\b", "<hex>"),
-    (r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?\b", "<n>"),
-    (r"'[^']{40,}'", "'<text>'"),
-    (r"\s+", " "),
-))
+_MASKS = tuple(
+    (rxcache.compile(p), r)
+    for p, r in (
+        (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+        (r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:/[\w.@+=,-]+){2,}/?", "<path>"),
+        (r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b", "<pci>"),
+        (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
+        (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b", "<ip>"),
+        (r"\[?::1\]?:\d+|\blocalhost:\d+", "<ip>"),
+        (r"(?i)\b\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes?|B)\b", "<size>"),
+        (r"\b(TP|DP|PP|EP|CP)\d+\b", r"\1<n>"),
+        (r"(?i)\b(rank|local_rank|device|gpu|ordinal|pid|tid|port|worker|node)(\s*[=:#]?\s*)\d+", r"\1\2<n>"),
+        (r"(?i)\bcuda:\d+", "cuda:<n>"),
+        (r"\b[0-9a-f]{12,}\b", "<hex>"),
+        (r"\b\d+(?:\.\d+)?(?:e[+-]?\d+)?\b", "<n>"),
+        (r"'[^']{40,}'", "'<text>'"),
+        (r"\s+", " "),
+    )
+)
 # kernel libraries the engines call into: their frames say where a crash happened as much as the engine's own
 KERNEL_DIRS = ("flashinfer/", "deep_ep/", "torch/")
 ENGINE_DIRS = tuple(f"{d}/" for d in each("package_dirs")) + KERNEL_DIRS

@@ -1,5 +1,6 @@
 """`logdoctor eval CASE_DIR ...`: accuracy on labelled cases, with the rules-only / classifier-only / combined
 ablation."""
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,27 @@ import click
 @click.command("eval")
 @click.argument("case_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--mode", type=click.Choice(["combined", "rules", "classifier", "ablation"]), default="combined",
-              show_default=True, help="which decision path to score; ablation runs all three")
+@click.option(
+    "--mode",
+    type=click.Choice(["combined", "rules", "classifier", "ablation"]),
+    default="combined",
+    show_default=True,
+    help="which decision path to score; ablation runs all three",
+)
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path())
-@click.option("--cv", "cv", type=click.IntRange(min=2), default=None,
-              help="grouped K-fold (by variant_of): train the classifier on K-1 folds, score the rest")
-@click.option("--calibration", is_flag=True,
-              help="reliability of confidence >= 0.8 on shapes no rule was written for: grouped folds (--cv K, "
-                   "default 5) over the cases that share no variant_of with any rule's examples")
+@click.option(
+    "--cv",
+    "cv",
+    type=click.IntRange(min=2),
+    default=None,
+    help="grouped K-fold (by variant_of): train the classifier on K-1 folds, score the rest",
+)
+@click.option(
+    "--calibration",
+    is_flag=True,
+    help="reliability of confidence >= 0.8 on shapes no rule was written for: grouped folds (--cv K, "
+    "default 5) over the cases that share no variant_of with any rule's examples",
+)
 def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
     """Cause/phase accuracy, first-fix agreement, forbidden suggestions, confusion matrix, per-engine figures.
 
@@ -39,6 +53,7 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
 
     Exit codes: 0 evaluated · 2 usage error (no cases, a missing extra) · 4 internal error."""
     from logdoctor.core.extras import require
+
     if cv:
         require("train", "eval --cv")
     if fmt != "json":
@@ -49,8 +64,13 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
     modes = ["rules", "classifier", "combined"] if mode == "ablation" else [mode]
     report = _evaluate(case_dirs, rule_dirs, cv, modes)
     if fmt == "json":
-        click.echo(json.dumps({m: {"summary": s, "cases": [asdict(r) for r in res]} for m, (res, s) in report.items()},
-                              indent=2, default=str))
+        click.echo(
+            json.dumps(
+                {m: {"summary": s, "cases": [asdict(r) for r in res]} for m, (res, s) in report.items()},
+                indent=2,
+                default=str,
+            )
+        )
         return
     _echo_tables(report, modes[-1], cv)
 
@@ -58,6 +78,7 @@ def eval_cmd(case_dirs, fmt, mode, rule_dirs, cv, calibration):
 def _evaluate(case_dirs, rule_dirs, cv: int | None, modes: list[str]) -> dict:
     """{mode: (case results, summary)}: cross-validated with --cv K, else with the shipped classifier."""
     from logdoctor.classify import evaluation as ev
+
     report = {}
     if cv:
         by_mode = ev.run_cv(case_dirs, cv, rule_dirs=rule_dirs, modes=modes)
@@ -76,6 +97,7 @@ def _echo_tables(report: dict, last: str, cv: int | None) -> None:
     import pandas as pd
 
     from logdoctor.classify import evaluation as ev
+
     for m, (_, s) in report.items():
         click.echo(f"== {m}: {s['cases']} cases" + (f" ({cv}-fold grouped cross-validation)" if cv else ""))
         for k, v in s.items():
@@ -109,6 +131,7 @@ def _calibration(case_dirs, rule_dirs, k: int, fmt: str) -> None:
     from logdoctor.classify import calibration as cal
     from logdoctor.classify import evaluation as ev
     from logdoctor.matching.loader import load_rules
+
     results = ev.run_cv(case_dirs, k, rule_dirs=rule_dirs, modes=["combined"])["combined"]
     cases = ev.load_cases(case_dirs)
     groups = cal.example_groups(cases, load_rules(tuple(rule_dirs)))
@@ -121,14 +144,18 @@ def _calibration(case_dirs, rule_dirs, k: int, fmt: str) -> None:
         r = rep[name]
         label = "all cases" if name == "all" else "cases sharing no variant_of with any rule example"
         click.echo(f"== {label}: {r['cases']} ({k}-fold grouped, classifier trained without the case's group)")
-        click.echo(f"   {r['named_cause']} verdicts name a cause; confidence >= 0.8: {r['conf>=0.8']} verdicts, "
-                   f"share right {r['right_at_conf>=0.8']}")
+        click.echo(
+            f"   {r['named_cause']} verdicts name a cause; confidence >= 0.8: {r['conf>=0.8']} verdicts, "
+            f"share right {r['right_at_conf>=0.8']}"
+        )
         for b, v in r["bins"].items():
             share = "-" if v["share"] is None else f"{v['share']:.2f}"
             mean = "" if v["mean_confidence"] is None else f" (mean confidence {v['mean_confidence']:.2f})"
             click.echo(f"   confidence {b}: {v['cases']:>4} verdicts, {v['right']:>4} right, share {share}{mean}")
         hv, uv = r["healthy_verdicts"], r["unknown_verdicts"]
-        click.echo(f"   not binned: {hv['cases']} healthy verdicts ({hv['right']} right), {uv['cases']} cause unknown "
-                   f"({uv['label_unknown']} labelled unknown)")
+        click.echo(
+            f"   not binned: {hv['cases']} healthy verdicts ({hv['right']} right), {uv['cases']} cause unknown "
+            f"({uv['label_unknown']} labelled unknown)"
+        )
         if r["wrong_at_conf"]:
             click.echo("   wrong at >= 0.8: " + ", ".join(r["wrong_at_conf"]))

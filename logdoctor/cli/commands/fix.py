@@ -23,7 +23,7 @@ from logdoctor.core.vocab import TIERS
 from logdoctor.engines import ENGINE_NAMES
 
 ENGINES = ("auto", *ENGINE_NAMES)  # the engine registry (engines/__init__.py)
-DEFAULT_BAR = "specific"           # unattended writes need a rule of this tier or stronger (vocab.TIERS)
+DEFAULT_BAR = "specific"  # unattended writes need a rule of this tier or stronger (vocab.TIERS)
 
 _UNIT = f"{ENGINE_NAMES[0]}-qwen"  # the examples' unit name
 EPILOG = f"""\b
@@ -49,21 +49,38 @@ Exit codes:
 @click.command("fix", epilog=EPILOG)
 @click.argument("unit_file", type=click.Path(dir_okay=False))
 @click.option("--log", "log", required=True, help="the failed attempt's log: a file, a .journal file, or '-' (stdin)")
-@click.option("--unit", "-u", help="the unit the log belongs to (for the history; default: from the log, else "
-                                   "UNIT_FILE's name)")
+@click.option(
+    "--unit", "-u", help="the unit the log belongs to (for the history; default: from the log, else UNIT_FILE's name)"
+)
 @click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True)
-@click.option("--diff", "mode", flag_value="diff", default=True, help="print a unified diff of what --write would "
-                                                                       "write (default)")
-@click.option("--write", "mode", flag_value="write",
-              help="write UNIT.d/50-logdoctor.conf beside the unit (a renamed copy next to UNIT_FILE with --new-unit "
-                   "or for a command line)")
-@click.option("--out", "out", type=click.Path(dir_okay=False), metavar="PATH",
-              help="write what --write would write to PATH instead ('-' = stdout; a device or FIFO is written as a "
-                   "stream, a symlink keeps pointing at the replaced file)")
+@click.option(
+    "--diff", "mode", flag_value="diff", default=True, help="print a unified diff of what --write would write (default)"
+)
+@click.option(
+    "--write",
+    "mode",
+    flag_value="write",
+    help="write UNIT.d/50-logdoctor.conf beside the unit (a renamed copy next to UNIT_FILE with --new-unit "
+    "or for a command line)",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="write what --write would write to PATH instead ('-' = stdout; a device or FIFO is written as a "
+    "stream, a symlink keeps pointing at the replaced file)",
+)
 @click.option("--new-unit", is_flag=True, help="a renamed copy of the unit (…-mem092.service) instead of a drop-in")
-@click.option("--min-confidence", "bar", default=DEFAULT_BAR, show_default=True, metavar="TIER|NUMBER",
-              help="--write/--out apply only a verdict whose rule is of this tier or stronger "
-                   f"({' > '.join(TIERS)}), or whose confidence is at least NUMBER; else exit 3")
+@click.option(
+    "--min-confidence",
+    "bar",
+    default=DEFAULT_BAR,
+    show_default=True,
+    metavar="TIER|NUMBER",
+    help="--write/--out apply only a verdict whose rule is of this tier or stronger "
+    f"({' > '.join(TIERS)}), or whose confidence is at least NUMBER; else exit 3",
+)
 @history_options
 def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path, no_history):
     """Apply the recommended fix to the command the service runs (ExecStart=, a command line or a docker run line),
@@ -76,15 +93,18 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path
     raw = uf.read_bounded(path)
     text = uf.decode(raw, unit_file)
     if new_unit and path.parent.name.endswith(".d") and path.suffix == ".conf":
-        raise UsageError(f"{unit_file} is a drop-in: a renamed copy would load beside it (--new-unit is for unit "
-                         f"files); without --new-unit the change goes into {uf.DROPIN}")
+        raise UsageError(
+            f"{unit_file} is a drop-in: a renamed copy would load beside it (--new-unit is for unit "
+            f"files); without --new-unit the change goes into {uf.DROPIN}"
+        )
     as_dropin = uf.is_unit(path, text) and not new_unit
     units = uf.load_unit(path) if uf.is_unit(path, text) else None
     from logdoctor.cli.app import _read
 
-    res = _read(log, None, None, None, None, (), None)   # log is a path or "-" (stdin)
-    d, rules = _verdict(res, engine, unit or _log_unit(res) or (units.name if units else None), history_path,
-                        no_history)
+    res = _read(log, None, None, None, None, (), None)  # log is a path or "-" (stdin)
+    d, rules = _verdict(
+        res, engine, unit or _log_unit(res) or (units.name if units else None), history_path, no_history
+    )
     if not d.failed:
         click.echo("logdoctor: the log shows no failure: nothing to fix", err=True)
         sys.exit(0)
@@ -95,8 +115,11 @@ def fix_cmd(unit_file, log, unit, engine, mode, out, new_unit, bar, history_path
         raise InputError(refused[0])
     change = _change(units if as_dropin else None, text, path, unit_file, d)
     if (out or mode == "write") and not bar_check(d, rules):
-        click.echo(f"logdoctor: left for a person: {_why_below(d, rules, bar)}; the change would be "
-                   f"{change.summary} (see `logdoctor explain`)", err=True)
+        click.echo(
+            f"logdoctor: left for a person: {_why_below(d, rules, bar)}; the change would be "
+            f"{change.summary} (see `logdoctor explain`)",
+            err=True,
+        )
         sys.exit(3)
     if out:
         _write_out(out, path, raw, change)
@@ -116,7 +139,7 @@ def _change(units, text: str, path: Path, unit_file: str, d):
 
     try:
         return uf.dropin(units, d) if units is not None else uf.fix(text, str(path), d)
-    except InputError as e:   # nothing to edit, but the verdict is known: say what to change by hand
+    except InputError as e:  # nothing to edit, but the verdict is known: say what to change by hand
         by_hand = f"; the change to make by hand: {render_fix(d.fixes[0])}" if d.fixes else ""
         msg = str(e) if str(e).startswith(str(path)) else f"{unit_file}: {e}"
         raise type(e)(f"{msg}{by_hand}") from None
@@ -139,13 +162,20 @@ def _diff(change, text: str, path: Path) -> str:
     against its edited copy (named as the renamed unit would be)."""
     if change.kind == "dropin":
         old = change.old.splitlines(keepends=True)
-        diff = difflib.unified_diff(old, change.text.splitlines(keepends=True),
-                                    fromfile=f"a/{change.name}" if change.old else "/dev/null",
-                                    tofile=f"b/{change.name}")
+        diff = difflib.unified_diff(
+            old,
+            change.text.splitlines(keepends=True),
+            fromfile=f"a/{change.name}" if change.old else "/dev/null",
+            tofile=f"b/{change.name}",
+        )
         return "".join(diff)
     new_name = change.name if change.kind == "unit" or change.name != path.name else path.name
-    diff = difflib.unified_diff(text.splitlines(keepends=True), change.text.splitlines(keepends=True),
-                                fromfile=f"a/{path.name}", tofile=f"b/{new_name}")
+    diff = difflib.unified_diff(
+        text.splitlines(keepends=True),
+        change.text.splitlines(keepends=True),
+        fromfile=f"a/{path.name}",
+        tofile=f"b/{new_name}",
+    )
     return "".join(diff)
 
 
@@ -158,7 +188,7 @@ def _write(path: Path, change) -> None:
     if change.kind == "dropin":
         target = change.path
         expect = Seen(False)
-        if change.old:   # still what was read? (then any change before the rename is caught by `expect`)
+        if change.old:  # still what was read? (then any change before the rename is caught by `expect`)
             now = uf.read_bounded(target) if os.path.exists(target) else b""
             if uf.decode(now, str(target)).replace("\r\n", "\n") != change.old:
                 raise ChangedError(f"{target} was edited since it was read: not replaced (run the command again)")
@@ -180,8 +210,10 @@ def _write(path: Path, change) -> None:
         except Exception:  # noqa: BLE001 - a FIFO or device there: not ours to replace
             current = None
         if current != change.text.encode():
-            raise ChangedError(f"{target} exists and differs from the new unit (edited by hand, or another run): not "
-                               f"replaced; remove it or rename it first")
+            raise ChangedError(
+                f"{target} exists and differs from the new unit (edited by hand, or another run): not "
+                f"replaced; remove it or rename it first"
+            )
     uf.write_atomic(target, change.text, mode=_mode(path), expect=expect)
     click.echo(f"wrote {target}: {change.summary}")
 

@@ -3,6 +3,7 @@ journal as LOGDOCTOR_* fields; what contrib/systemd/logdoctor-diagnose@.service 
 
 Exit 0 when the verdict was written (whatever it says: the OnFailure helper itself should not fail), 2 usage/input
 error (no journal, unit not in the journal), 4 internal error."""
+
 from __future__ import annotations
 
 import sys
@@ -14,12 +15,18 @@ from logdoctor.cli.commands.history import history_options, open_from_options
 
 @click.command("notify")
 @click.argument("unit")
-@click.option("--journal-file", multiple=True, type=click.Path(), help="read these journal files, not the system journal")
+@click.option(
+    "--journal-file", multiple=True, type=click.Path(), help="read these journal files, not the system journal"
+)
 @click.option("--journal-dir", type=click.Path(), help="read the journal files in DIR")
 @click.option("-n", "lines", type=int, default=5000, show_default=True, help="read at most the unit's last N entries")
-@click.option("--export", "export", type=click.Path(dir_okay=False, allow_dash=True),
-              help="write the entry in journal export format to PATH ('-' = stdout) instead of sending it to journald "
-                   "(the default when no journald runs)")
+@click.option(
+    "--export",
+    "export",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="write the entry in journal export format to PATH ('-' = stdout) instead of sending it to journald "
+    "(the default when no journald runs)",
+)
 @history_options
 def notify_cmd(unit, journal_file, journal_dir, lines, export, history_path, no_history):
     """Diagnose UNIT's latest failure from the journal and write the verdict back as LOGDOCTOR_* fields.
@@ -40,13 +47,16 @@ def notify_cmd(unit, journal_file, journal_dir, lines, export, history_path, no_
     from logdoctor.input.sources.journal import iter_journal_entries, mangle_unit
 
     unit = mangle_unit(unit)
-    entries = [e for e in iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit,
-                                               lines=lines)
-               if e.get("SYSLOG_IDENTIFIER") != "logdoctor"]      # not our own earlier verdicts
+    entries = [
+        e
+        for e in iter_journal_entries(files=tuple(journal_file), directory=journal_dir, unit=unit, lines=lines)
+        if e.get("SYSLOG_IDENTIFIER") != "logdoctor"
+    ]  # not our own earlier verdicts
     if not entries:
         raise InputError(f"no journal entries for {unit}")
     res = read_entries(entries, unit)
     from logdoctor.cli.run import verdict
+
     d = verdict(res, "auto", unit, open_from_options(history_path, no_history))
     fields = verdict_fields(d, unit)
     if export is None and journald_available():

@@ -1,4 +1,5 @@
 """`logdoctor rules list | show ID | lint [DIR] | test [DIR]`."""
+
 from __future__ import annotations
 
 import sys
@@ -46,6 +47,7 @@ def show_cmd(rule_id, rule_dirs):
             click.echo(Path(r.path).read_text(), nl=False)
             return
     from logdoctor.core.errors import UsageError  # exit 2 (usage), not click's 1, which is explain's "known cause"
+
     raise UsageError(f"no rule with id {rule_id!r} (see `logdoctor rules list`)")
 
 
@@ -75,7 +77,7 @@ def lint_cmd(directory):
         ids[r.id] = path
         if path.parent.name != r.cause:
             problems.append(f"{path}: rule of cause {r.cause!r} must live under rules/{r.cause}/")
-    problems = list(dict.fromkeys(problems))   # the schema and the loader may name one fault in the same words
+    problems = list(dict.fromkeys(problems))  # the schema and the loader may name one fault in the same words
     for p in warnings + problems:
         click.echo(p, err=True)
     click.echo(f"{n} rule files, {len(problems)} problems" + (f", {len(warnings)} warnings" if warnings else ""))
@@ -108,9 +110,14 @@ def fixture_roots() -> list[Path]:
 
 @rules.command("test")
 @click.argument("directory", required=False, type=click.Path(exists=True, file_okay=False))
-@click.option("--cases", "case_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="a folder of labelled cases (CASE/journal.log + CASE/label.yaml), searched before the bundled "
-                   "ones (repeatable)")
+@click.option(
+    "--cases",
+    "case_dirs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="a folder of labelled cases (CASE/journal.log + CASE/label.yaml), searched before the bundled "
+    "ones (repeatable)",
+)
 @click.option("-v", "--verbose", is_flag=True, help="a line per example that passed, with its margin")
 def test_cmd(directory, case_dirs, verbose):
     """Every rule must win on each of its examples and must not fire on any healthy fixture.
@@ -143,6 +150,7 @@ def _example_failures(tested: list, all_rules: list, roots: list[Path], verbose:
     """(failures, examples passed): each tested rule must win on each of its examples, showing the pinned evidence
     line; a rule without examples fails. Each case is diagnosed once, with every rule loaded."""
     from logdoctor.verdict.api import diagnose
+
     failures: list[str] = []
     passed = 0
     cache: dict[Path, object] = {}
@@ -153,8 +161,10 @@ def _example_failures(tested: list, all_rules: list, roots: list[Path], verbose:
         for ex in r.examples:
             fx = find_fixture(ex, roots)
             if fx is None:
-                failures.append(f"{r.id}: example {ex!r} not found under {', '.join(map(str, roots)) or '(no cases)'}"
-                                " (give the folder that holds it with --cases DIR)")
+                failures.append(
+                    f"{r.id}: example {ex!r} not found under {', '.join(map(str, roots)) or '(no cases)'}"
+                    " (give the folder that holds it with --cases DIR)"
+                )
                 continue
             if fx not in cache:
                 cache[fx] = diagnose(fx / "journal.log", loaded_rules=all_rules)
@@ -175,8 +185,10 @@ def _example_failure(r, ex: str, d) -> str | None:
     if d.rule != r.id:
         return f"{r.id}: on {ex} the winner is {d.rule} ({d.cause})"
     if pinned is not None and pinned not in {e.line for e in d.evidence}:
-        return (f"{r.id}: on {ex} the evidence does not show line {pinned} "
-                f"(it shows {', '.join(str(e.line) for e in d.evidence) or 'nothing'})")
+        return (
+            f"{r.id}: on {ex} the evidence does not show line {pinned} "
+            f"(it shows {', '.join(str(e.line) for e in d.evidence) or 'nothing'})"
+        )
     return None
 
 
@@ -198,6 +210,7 @@ def _healthy_failures(tested: list, healthy: list[Path]) -> list[str]:
     from logdoctor.matching.conditions import Context
     from logdoctor.matching.rank import candidates
     from logdoctor.timeline.build import build
+
     failures = []
     for h in sorted(healthy):
         res = read_bytes((h / "journal.log").read_bytes(), str(h))
@@ -206,26 +219,35 @@ def _healthy_failures(tested: list, healthy: list[Path]) -> list[str]:
             if a.failed:
                 continue
             for c in candidates(tested, Context.build(tl, a)):
-                failures.append(f"{c.rule.id}: fires on healthy fixture {h.name} (line "
-                                f"{c.hit.evidence[0][0] if c.hit.evidence else '?'})")
+                failures.append(
+                    f"{c.rule.id}: fires on healthy fixture {h.name} (line "
+                    f"{c.hit.evidence[0][0] if c.hit.evidence else '?'})"
+                )
     return failures
 
 
 @rules.command("docs")
 @click.option("--out", type=click.Path(dir_okay=False), help="write here instead of stdout")
-@click.option("--all", "write_all", is_flag=True,
-              help="rewrite every generated file in the checkout: the catalogue, docs/rules.md's leaf reference and "
-                   "the rule and diagnosis JSON Schemas (logdoctor/schemas, docs copy)")
+@click.option(
+    "--all",
+    "write_all",
+    is_flag=True,
+    help="rewrite every generated file in the checkout: the catalogue, docs/rules.md's leaf reference and "
+    "the rule and diagnosis JSON Schemas (logdoctor/schemas, docs copy)",
+)
 def docs_cmd(out, write_all):
     """Write the rule catalogue (markdown) generated from rule metadata."""
     from logdoctor.core.atomic import write_text
+
     if write_all:
         from logdoctor.matching.docgen import generated_files
+
         for path, make in generated_files(bundled_rules_dir().parent).items():
             write_text(path, make())
             click.echo(f"wrote {path}")
         return
     from logdoctor.matching.docgen import catalogue_markdown
+
     text = catalogue_markdown(load_rules(()))
     if out:
         write_text(out, text)

@@ -1,5 +1,6 @@
 """`logdoctor watch UNIT`: follow a unit during a deploy; exit 0 ready · 1 failed, known cause · 3 failed, cause
 unknown · 5 timed out · 2 usage/input error · 130 interrupted (Ctrl-C)."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import click
 from logdoctor.cli.commands.history import history_options, open_from_options
 from logdoctor.engines import ENGINE_NAMES
 
-ENGINES = ("auto", *ENGINE_NAMES)   # the engine registry (engines/__init__.py)
+ENGINES = ("auto", *ENGINE_NAMES)  # the engine registry (engines/__init__.py)
 
 
 @click.command("watch")
@@ -24,8 +25,9 @@ ENGINES = ("auto", *ENGINE_NAMES)   # the engine registry (engines/__init__.py)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", is_flag=True, help="timeline, all candidate rules and scores")
 @history_options
-def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engine, fmt, verbose, history_path,
-              no_history):
+def watch_cmd(
+    unit, timeout, health_url, journal_file, journal_dir, since, engine, fmt, verbose, history_path, no_history
+):
     """Follow UNIT from its latest start until it is ready or has failed; print the diagnosis.
 
     Reads the live journal (systemd-python) or --journal-file / --journal-dir. Ready is the engine's own ready line,
@@ -51,6 +53,7 @@ def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engin
 
     def status(p) -> None:
         import shutil
+
         width = shutil.get_terminal_size((100, 20)).columns - 1
         text = p.line(width if width > 20 else 0)
         sys.stderr.write("\r" + text + " " * max(0, shown["len"] - len(text)))
@@ -64,8 +67,16 @@ def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engin
             shown["len"] = 0
 
     try:
-        result = watch(unit, timeout=timeout, health_url=health_url, journal=journal, history=store, engine=engine,
-                       since=since, on_progress=status if tty else None)
+        result = watch(
+            unit,
+            timeout=timeout,
+            health_url=health_url,
+            journal=journal,
+            history=store,
+            engine=engine,
+            since=since,
+            on_progress=status if tty else None,
+        )
     except KeyboardInterrupt:
         clear()
         click.echo("logdoctor: interrupted", err=True)
@@ -75,16 +86,20 @@ def watch_cmd(unit, timeout, health_url, journal_file, journal_dir, since, engin
         if store is not None:
             store.close()
             from logdoctor.cli.commands.history import emit_warnings
+
             emit_warnings(store)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         sys.exit(result.exit_code)
     if result.outcome == "timeout":
         d = result.diagnosis
-        click.echo(f"TIMED OUT  after {result.elapsed:.0f}s: {result.unit} is neither ready nor failed "
-                   f"(last phase: {d.phase}; {result.lines} journal entries since its latest start)")
+        click.echo(
+            f"TIMED OUT  after {result.elapsed:.0f}s: {result.unit} is neither ready nor failed "
+            f"(last phase: {d.phase}; {result.lines} journal entries since its latest start)"
+        )
         sys.exit(5)
     from logdoctor.render import text
+
     if result.outcome == "ready" and result.ready_by == "health":
         click.echo(f"READY  {result.unit}: {health_url} answered 200 after {result.elapsed:.0f}s")
     else:

@@ -2,6 +2,7 @@
 
 Detection is per line, so a mixture (a docker log pasted under a journal excerpt) reads correctly; see read.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,5 +22,5 @@ class Outer:
     unit: str | None = None
     priority: int | None = None
     transport: str | None = None
-    msg_col: int = 0                 # column where the message starts (for short-format continuation lines)
+    msg_col: int = 0  # column where the message starts (for short-format continuation lines)
     extra: dict[str, str] = field(default_factory=dict)

@@ -1,4 +1,5 @@
 """Line clean-up shared by every format: ANSI escape codes and carriage-return progress bars."""
+
 from __future__ import annotations
 
 from logdoctor.core import rxcache

@@ -1,5 +1,6 @@
 """Container log prefixes: docker logs -t / kubectl logs --timestamps (RFC 3339 nano timestamp + space) and
 docker-compose's "service-1  | " prefix (with or without a timestamp after it), and pm2's "0|app  | "."""
+
 from __future__ import annotations
 
 import re
@@ -8,8 +9,12 @@ from datetime import UTC, datetime, timedelta
 from logdoctor.core import rxcache
 from logdoctor.input.formats import Outer
 
-_TS = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$")
-_GENERIC = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$")
+_TS = rxcache.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$"
+)
+_GENERIC = rxcache.compile(
+    r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$"
+)
 _TGI_NATIVE = rxcache.compile(r"^ ?(?:TRACE|DEBUG|INFO|WARN|ERROR) [a-z_][\w:\-]*(?:\{[^}]*\})?: ")
 # "name  | msg": docker compose ("svc-1  | "), and process managers of the same shape, e.g. pm2 ("0|app  | ",
 # its own lines "PM2        | "; the pm2 process id before the name is part of the writer's label) and supervisord's

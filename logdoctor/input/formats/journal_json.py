@@ -4,6 +4,7 @@ systemd-python and export readers.
 Traps handled (journald.md §3): keys in any order; every value a string; a MESSAGE holding ESC or TAB arrives as
 an array of byte ints; a field over 4096 bytes arrives as null unless journalctl ran with -a.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,9 +13,26 @@ from datetime import UTC, datetime
 from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD
 from logdoctor.input.formats import Outer
 
-_KEEP = ("_BOOT_ID", "UNIT", "USER_UNIT", "_SYSTEMD_UNIT", "EXIT_CODE", "EXIT_STATUS", "JOB_RESULT", "JOB_TYPE",
-         "MESSAGE_ID", "_COMM", "_CMDLINE", "_EXE", "CODE_FILE", "__MONOTONIC_TIMESTAMP", "_LOGDOCTOR_NOTE",
-         "CONTAINER_NAME", "INVOCATION_ID", "_SYSTEMD_INVOCATION_ID")
+_KEEP = (
+    "_BOOT_ID",
+    "UNIT",
+    "USER_UNIT",
+    "_SYSTEMD_UNIT",
+    "EXIT_CODE",
+    "EXIT_STATUS",
+    "JOB_RESULT",
+    "JOB_TYPE",
+    "MESSAGE_ID",
+    "_COMM",
+    "_CMDLINE",
+    "_EXE",
+    "CODE_FILE",
+    "__MONOTONIC_TIMESTAMP",
+    "_LOGDOCTOR_NOTE",
+    "CONTAINER_NAME",
+    "INVOCATION_ID",
+    "_SYSTEMD_INVOCATION_ID",
+)
 
 
 def field_text(value: object) -> str | None:
@@ -90,8 +108,18 @@ def entry_outer(entry: Mapping[str, object], fmt: str) -> Outer:
             t = field_text(v)
             if t is not None:
                 extra[k] = t
-    return Outer(fmt=fmt, msg=msg, ts=ts, host=field_text(entry.get("_HOSTNAME")), ident=ident, pid=pid,
-                 unit=unit, priority=prio, transport=transport, extra=extra)
+    return Outer(
+        fmt=fmt,
+        msg=msg,
+        ts=ts,
+        host=field_text(entry.get("_HOSTNAME")),
+        ident=ident,
+        pid=pid,
+        unit=unit,
+        priority=prio,
+        transport=transport,
+        extra=extra,
+    )
 
 
 def _int(v: object) -> int | None:

@@ -4,6 +4,7 @@ short-unix, with-unit — plus journalctl's own "-- ... --" lines and indented c
 All short* variants share "<time> <host> <ident>[<pid>]: <message>"; only the time field differs, so one regex
 per time form feeds a shared tail. The short form has no year: the caller's `year` is assumed.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,18 +14,27 @@ from logdoctor.core import rxcache
 from logdoctor.core.records import KERNEL, SYSTEMD
 from logdoctor.input.formats import Outer
 
-_MONTHS = {m: i for i, m in enumerate(
-    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
+_MONTHS = {
+    m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)
+}
 
 _TAIL = r" (?P<host>\S+) (?P<ident>[^\s\[\]]+?)(?:\[(?P<pid>\d+)\])?:(?: (?P<msg>.*)|$)"
 _FORMS = (
-    ("journal-short-iso", rxcache.compile(
-             r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,6})?(?P<tz>[+-]\d\d:?\d\d))" + _TAIL)),
-    ("journal-short", rxcache.compile(
-             r"^(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)?" + _TAIL)),
-    ("journal-short-full", rxcache.compile(
-             r"^(?:[A-Z][a-z]{2} )(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)? (?P<zone>[A-Za-z][\w/+-]*)"
-             + _TAIL)),
+    (
+        "journal-short-iso",
+        rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?P<frac>\.\d{1,6})?(?P<tz>[+-]\d\d:?\d\d))" + _TAIL),
+    ),
+    (
+        "journal-short",
+        rxcache.compile(r"^(?P<mon>[A-Z][a-z]{2}) (?P<day>[ \d]\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)?" + _TAIL),
+    ),
+    (
+        "journal-short-full",
+        rxcache.compile(
+            r"^(?:[A-Z][a-z]{2} )(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?P<frac>\.\d+)? (?P<zone>[A-Za-z][\w/+-]*)"
+            + _TAIL
+        ),
+    ),
     ("journal-short-monotonic", rxcache.compile(r"^\[\s*(?P<mono>\d+\.\d+)\]" + _TAIL)),
     ("journal-short-unix", rxcache.compile(r"^(?P<unix>\d{9,11}\.\d+)" + _TAIL)),
 )
@@ -101,8 +111,18 @@ def _outer(fmt: str, m: re.Match, year: int) -> Outer:
         transport = SYSTEMD
     extra = {"MONOTONIC": gd["mono"]} if gd.get("mono") else {}
     msg = gd["msg"] or ""
-    return Outer(fmt=fmt, msg=msg, ts=ts, host=gd["host"], ident=ident, pid=pid, unit=unit,
-                 transport=transport, msg_col=m.start("msg") if gd["msg"] is not None else len(line), extra=extra)
+    return Outer(
+        fmt=fmt,
+        msg=msg,
+        ts=ts,
+        host=gd["host"],
+        ident=ident,
+        pid=pid,
+        unit=unit,
+        transport=transport,
+        msg_col=m.start("msg") if gd["msg"] is not None else len(line),
+        extra=extra,
+    )
 
 
 def _tz(text: str) -> timezone:

@@ -13,6 +13,7 @@ The name and pid give the writer (and with them the stream a traceback belongs t
 the line goes through the normal engine prefix parsing. `detect` also reports a prefix that most lines of a log share
 and no parser knows, so the reader says so instead of silently reading the log as raw text.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,10 @@ from logdoctor.core import rxcache
 from logdoctor.engines.prefixes import LEADS as ENGINE_LEADS
 from logdoctor.input.formats.container import iso_ts
 
-_RAY = rxcache.compile(r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
-                       r"(?:, (?:node_id|actor_id|repr)=[^)]*)?\) ")
+_RAY = rxcache.compile(
+    r"^\((?P<name>[A-Za-z_][\w.:\-]*(?: [A-Za-z_][\w\-]*)?)?(?:,? ?pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?"
+    r"(?:, (?:node_id|actor_id|repr)=[^)]*)?\) "
+)
 _RAY_DEDUP = rxcache.compile(r" \[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^)]*\))?$")
 _TORCHRUN = rxcache.compile(r"^\[(?P<group>default|rank|local_rank)(?P<n>\d+)\]:")
 _MPI = rxcache.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>: ?")
@@ -37,9 +40,11 @@ _RFC3339 = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\
 _LEAD = rxcache.compile(r"^(?:\[[^\]\s]{1,80}\]|\([^)]{1,80}\)|[\w.\-]{1,40} ?\||<[^>]{1,40}>)")
 # the leading tokens some parser knows: these wrappers', the engines' own prefixes (engines/prefixes.py LEADS), and
 # glog / source-location / bare-level tags
-_KNOWN_LEAD = rxcache.compile(r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
-                              + "".join(f"{lead}|" for lead in ENGINE_LEADS)
-                              + r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])")
+_KNOWN_LEAD = rxcache.compile(
+    r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
+    + "".join(f"{lead}|" for lead in ENGINE_LEADS)
+    + r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])"
+)
 WRAPPERS = ("ray", "torchrun", "mpirun", "srun", "kubectl")
 
 
@@ -99,20 +104,20 @@ def _peel_bracket(p: Peeled, body: str) -> bool:
     m = _KUBECTL.match(body)
     if m:
         p.wrapper, p.ident = p.wrapper or "kubectl", m.group("pod")
-        body = body[m.end():]
+        body = body[m.end() :]
         t = _RFC3339.match(body)
         if t:
             p.ts = iso_ts(t)
-            body = body[t.end():]
+            body = body[t.end() :]
         p.body = body
         return True
     m = _MPI.match(body)
     if m:
-        _ranked(p, "mpirun", m.group("rank"), body[m.end():])
+        _ranked(p, "mpirun", m.group("rank"), body[m.end() :])
         return True
     m = _TORCHRUN.match(body)
     if m and m.group("group") != "rank":
-        _ranked(p, "torchrun", m.group("n"), body[m.end():])
+        _ranked(p, "torchrun", m.group("n"), body[m.end() :])
         return True
     return False
 
@@ -130,7 +135,7 @@ def _peel_ray(p: Peeled, body: str) -> bool:
     rk = re.search(r"(?:^|[_ ])(TP|DP|PP|EP)(\d+)\b", name or "")
     if rk and not p.rank:
         p.rank = f"{rk.group(1)}{rk.group(2)}"
-    p.body = _RAY_DEDUP.sub("", body[m.end():])
+    p.body = _RAY_DEDUP.sub("", body[m.end() :])
     return True
 
 
@@ -138,7 +143,7 @@ def _peel_srun(p: Peeled, body: str) -> bool:
     """srun's ``N: `` label (only when `detect` found most lines carry it)."""
     m = _SRUN.match(body)
     if m:
-        _ranked(p, "srun", m.group("n"), body[m.end():])
+        _ranked(p, "srun", m.group("n"), body[m.end() :])
     return m is not None
 
 
@@ -149,13 +154,15 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
     if unknown is not None:
         m = unknown.match(msg)
         if m:
-            p.wrapper, p.body = "unknown", msg[m.end():]
+            p.wrapper, p.body = "unknown", msg[m.end() :]
     for _ in range(3):
         body = p.body
         c = body[:1]  # the first character picks the candidates: most lines have no wrapper and stop here
         if c == "[":
             peeled = _peel_bracket(p, body)
-        elif c == "(" and (", ip=" in body[:120] or body.startswith(("(raylet", "(pid=", "(gcs_server", "(autoscaler"))):
+        elif c == "(" and (
+            ", ip=" in body[:120] or body.startswith(("(raylet", "(pid=", "(gcs_server", "(autoscaler"))
+        ):
             peeled = _peel_ray(p, body)
         elif "srun" in kinds and c.isdigit():
             peeled = _peel_srun(p, body)

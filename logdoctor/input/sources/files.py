@@ -1,4 +1,5 @@
 """Read a SOURCE (path or '-') into bytes, decompressing by content (magic bytes), not by file name."""
+
 from __future__ import annotations
 
 import io
@@ -19,10 +20,10 @@ JOURNAL_MAGIC = b"LPKSHHRH"
 @dataclass(slots=True)
 class RawInput:
     data: bytes | bytearray  # decompressed input is a bytearray (not copied once more)
-    origin: str             # file name or "<stdin>"
+    origin: str  # file name or "<stdin>"
     compression: str | None = None
     is_journal_file: bool = False
-    damage: Damage = field(default_factory=Damage)   # where a truncated/capped archive stopped (read_bytes reports it)
+    damage: Damage = field(default_factory=Damage)  # where a truncated/capped archive stopped (read_bytes reports it)
 
 
 def sniff_compression(head: bytes) -> str | None:
@@ -51,9 +52,9 @@ def read_source(source: str | os.PathLike | None, stdin=None) -> RawInput:
         try:
             if os.path.isdir(origin):
                 raise InputError(f"{origin}: is a directory (use --journal-dir for a journal directory)")
-            with guard.waiting(origin, "nothing could be opened or read yet"):   # a FIFO without a writer
+            with guard.waiting(origin, "nothing could be opened or read yet"):  # a FIFO without a writer
                 fh = open(origin, "rb")
-                with fh:   # a compressed file is decompressed while it is read; a growing one up to its size at open
+                with fh:  # a compressed file is decompressed while it is read; a growing one up to its size at open
                     return from_bytes(read_checked(guard.upto(fh), origin), origin)
         except InputError:
             raise
@@ -72,12 +73,14 @@ def read_checked(fh, origin: str) -> bytes | Stream:
     if len(head) < limits.EARLY_SNIFF:
         return head
     if sniff_compression(head[:8]) is not None:
-        return Stream(head, fh)   # decompressed as it is read, up to the cap (gzip < /dev/zero | logdoctor explain)
+        return Stream(head, fh)  # decompressed as it is read, up to the cap (gzip < /dev/zero | logdoctor explain)
     if not head.startswith(JOURNAL_MAGIC):
         from logdoctor.input.formats.journal_export import looks_like_export
+
         if not looks_like_export(head):
             sniff(head, origin, partial=True)
     from logdoctor.core.progress import read_all  # the rest, with progress on a TTY (bytes read, rate)
+
     return head + read_all(fh, origin)
 
 
@@ -102,10 +105,13 @@ def from_bytes(source: bytes | bytearray | Stream, origin: str = "<bytes>") -> R
         data = out
     if is_tar(bytes(data[:512])):
         what = f"a {compression}-compressed tar archive" if compression else "a tar archive"
-        raise InputError(f"{origin}: {what}; explain reads one log — list it with tar tf, or read every member"
-                         f" with: logdoctor triage {origin}")
-    return RawInput(data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC),
-                    damage=dmg)
+        raise InputError(
+            f"{origin}: {what}; explain reads one log — list it with tar tf, or read every member"
+            f" with: logdoctor triage {origin}"
+        )
+    return RawInput(
+        data=data, origin=origin, compression=compression, is_journal_file=data.startswith(JOURNAL_MAGIC), damage=dmg
+    )
 
 
 def is_tar(head: bytes) -> bool:
@@ -117,14 +123,17 @@ def _note_stop(dmg: Damage, origin: str, stopped: str | None, data: bytes | byte
     """Say where a truncated or capped archive stopped (--stats, a warning, JSON window.cut)."""
     if not stopped:
         return
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)   # the last one may be cut short
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)  # the last one may be cut short
     dmg.stopped = f"{stopped}, at line {lines}"
     if "cap" in stopped:
-        dmg.notes.append(f"{origin}: {stopped}; diagnosing the first {limits.human(len(data))} only"
-                         " (to diagnose the end instead: zcat FILE | tail -n 100000 | logdoctor explain)")
+        dmg.notes.append(
+            f"{origin}: {stopped}; diagnosing the first {limits.human(len(data))} only"
+            " (to diagnose the end instead: zcat FILE | tail -n 100000 | logdoctor explain)"
+        )
     else:
-        dmg.notes.append(f"{origin}: {stopped}; diagnosing the {lines} line{'s' if lines != 1 else ''}"
-                         " read before it stopped")
+        dmg.notes.append(
+            f"{origin}: {stopped}; diagnosing the {lines} line{'s' if lines != 1 else ''} read before it stopped"
+        )
 
 
 def _short(exc: BaseException) -> str:

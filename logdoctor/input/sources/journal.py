@@ -29,6 +29,7 @@ fallback, a boot that is not in the journal) raise :class:`logdoctor.core.errors
 bad option values raise :class:`logdoctor.core.errors.UsageError`. File problems are detected when the function is
 called; journalctl's own failures (fallback backend) surface when iteration starts.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,19 @@ LIVE_JOURNAL_DIRS = ("/run/log/journal", "/var/log/journal")
 
 _JOURNAL_MAGIC = b"LPKSHHRH"
 _COREDUMP_MESSAGE_ID = "fc2e22bc6ee647b6b90729ab34a250b1"
-_UNIT_SUFFIXES = (".service", ".socket", ".target", ".device", ".mount", ".automount", ".swap", ".timer",
-                  ".path", ".slice", ".scope")
+_UNIT_SUFFIXES = (
+    ".service",
+    ".socket",
+    ".target",
+    ".device",
+    ".mount",
+    ".automount",
+    ".swap",
+    ".timer",
+    ".path",
+    ".slice",
+    ".scope",
+)
 _DROP_JSON_KEYS = frozenset(("__SEQNUM", "__SEQNUM_ID"))
 _NOTE_KEY = "_LOGDOCTOR_NOTE"
 _TOO_LARGE = "field too large"
@@ -108,8 +120,10 @@ def iter_journal_entries(
             from systemd import _reader as reader_mod  # noqa: PLC0415  (lazy: only on the journal path)
         except ImportError:
             if prefer != "auto":
-                raise InputError("systemd-python is not installed (pip install systemd-python, which needs "
-                                 "libsystemd-dev); or use the journalctl backend") from None
+                raise InputError(
+                    "systemd-python is not installed (pip install systemd-python, which needs "
+                    "libsystemd-dev); or use the journalctl backend"
+                ) from None
     if reader_mod is not None:
         return _iter_python(reader_mod, files, directory, units, since_us, boot_spec, lines, unit)
     return _iter_journalctl(files, directory, units, since_us, boot_spec, lines, unit, notes)
@@ -119,10 +133,12 @@ def backend_available() -> str | None:
     """Which backend ``prefer="auto"`` would use: "systemd", "journalctl" or None."""
     try:
         from systemd import _reader  # noqa: F401, PLC0415
+
         return "systemd"
     except ImportError:
         pass
     import shutil  # noqa: PLC0415
+
     return "journalctl" if shutil.which("journalctl") else None
 
 
@@ -149,8 +165,8 @@ for _names, _us in (
     (("h", "hr", "hrs", "hour", "hours"), 3_600_000_000),
     (("d", "day", "days"), 86_400_000_000),
     (("w", "week", "weeks"), 604_800_000_000),
-    (("M", "month", "months"), 2_629_800_000_000),     # 30.44 days, as systemd
-    (("y", "year", "years"), 31_557_600_000_000),     # 365.25 days, as systemd
+    (("M", "month", "months"), 2_629_800_000_000),  # 30.44 days, as systemd
+    (("y", "year", "years"), 31_557_600_000_000),  # 365.25 days, as systemd
 ):
     for _n in _names:
         _SPAN_UNITS[_n] = _us
@@ -179,6 +195,7 @@ def parse_since(text: str, *, now_us: int | None = None) -> int:
         raise _bad_since(raw)
     if now_us is None:
         import time  # noqa: PLC0415
+
         now_us = time.time_ns() // 1000
     low = s.lower()
     if low == "now":
@@ -259,6 +276,7 @@ def _since_zone(tzname: str, raw: str):
         return timezone((1 if tzname[0] == "+" else -1) * timedelta(minutes=minutes))
     try:
         from zoneinfo import ZoneInfo  # noqa: PLC0415  (rare: a named zone)
+
         return ZoneInfo(tzname)
     except Exception:  # ZoneInfoNotFoundError, ValueError on odd names
         raise _bad_since(raw) from None
@@ -293,8 +311,10 @@ def _parse_span(span: str) -> int | None:
 
 
 def _bad_since(raw: object) -> UsageError:
-    return UsageError(f"cannot read --since {raw!r}: use 'YYYY-MM-DD HH:MM[:SS]', ISO 8601, '-10min', '-2h', "
-                      "'-1d', 'today' or 'yesterday'")
+    return UsageError(
+        f"cannot read --since {raw!r}: use 'YYYY-MM-DD HH:MM[:SS]', ISO 8601, '-10min', '-2h', "
+        "'-1d', 'today' or 'yesterday'"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -359,8 +379,10 @@ def _pick_boot(boots: list[str], spec: tuple[str | None, int]) -> str:
 
 
 def _no_boot(spec: tuple[str | None, int], boots: list[str]) -> InputError:
-    return InputError(f"boot {_describe_boot(spec)} is not in the journal (it holds {len(boots)} boot"
-                      f"{'' if len(boots) == 1 else 's'}: 0 is the last, -1 the one before)")
+    return InputError(
+        f"boot {_describe_boot(spec)} is not in the journal (it holds {len(boots)} boot"
+        f"{'' if len(boots) == 1 else 's'}: 0 is the last, -1 the one before)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -376,14 +398,18 @@ def _check_files(files: list[str]) -> None:
             if stat.S_ISDIR(mode):
                 raise InputError(f"{path} is a directory, not a journal file (use --journal-dir)")
             if not stat.S_ISREG(mode):  # a pipe or device: sd-journal needs a file it can map
-                raise InputError(f"{path} is not a regular file; journal files are read from disk (for a text "
-                                 "log on a pipe, pass it as SOURCE instead)")
+                raise InputError(
+                    f"{path} is not a regular file; journal files are read from disk (for a text "
+                    "log on a pipe, pass it as SOURCE instead)"
+                )
             os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
         except FileNotFoundError:
             raise InputError(f"journal file not found: {path}") from None
         except PermissionError:
-            raise InputError(f"cannot read journal file {path}: permission denied (run as root or as a member "
-                             "of the systemd-journal group)") from None
+            raise InputError(
+                f"cannot read journal file {path}: permission denied (run as root or as a member "
+                "of the systemd-journal group)"
+            ) from None
         except OSError as e:
             raise InputError(f"cannot open journal file {path}: {e.strerror}") from None
 
@@ -421,11 +447,15 @@ def _check_live(unit: str | None) -> None:
         if readable:
             break
     if not found:
-        raise InputError("no systemd journal on this machine (journald is not running or keeps no files "
-                         f"under {' or '.join(LIVE_JOURNAL_DIRS)}); on the host, run: {_pipe_hint(unit)}")
+        raise InputError(
+            "no systemd journal on this machine (journald is not running or keeps no files "
+            f"under {' or '.join(LIVE_JOURNAL_DIRS)}); on the host, run: {_pipe_hint(unit)}"
+        )
     if not readable:
-        raise InputError("cannot read the system journal: permission denied (run as root or as a member of the "
-                         f"systemd-journal group), or pipe it: {_pipe_hint(unit)}")
+        raise InputError(
+            "cannot read the system journal: permission denied (run as root or as a member of the "
+            f"systemd-journal group), or pipe it: {_pipe_hint(unit)}"
+        )
 
 
 def _is_machine_dir(name: str) -> bool:
@@ -485,12 +515,14 @@ def _iter_python(rmod, files, directory, units, since_us, boot_spec, lines, unit
             r = rmod._Reader(rmod.LOCAL_ONLY)
     except OSError as e:
         if files:
+
             def still_bad(path: str) -> bool:
                 try:
                     rmod._Reader(0, None, [path]).close()
                     return False
                 except OSError:
                     return True
+
             raise _bad_files_error(files, e.strerror or str(e), still_bad) from None
         where = directory or "the system journal"
         raise InputError(f"cannot open {where}: {e.strerror or e}") from None
@@ -532,6 +564,7 @@ def _python_walk(r, since_us: int | None, lines: int | None) -> Iterator[Entry]:
                     yield norm(r)
             else:
                 from collections import deque  # noqa: PLC0415
+
                 last: deque[Entry] = deque(maxlen=lines)
                 while r._next(1):
                     last.append(norm(r))
@@ -594,6 +627,7 @@ def _expand_units(units: list[str], unique) -> list[str]:
     names.extend(u for u in units if not _is_glob(u))
     if patterns:
         from fnmatch import fnmatchcase  # noqa: PLC0415
+
         seen: set[str] = set()
         for field in ("_SYSTEMD_UNIT", "COREDUMP_UNIT", "UNIT", "OBJECT_SYSTEMD_UNIT"):
             seen |= unique(field)
@@ -634,10 +668,13 @@ def _is_glob(name: str) -> bool:
 
 def _iter_journalctl(files, directory, units, since_us, boot_spec, lines, unit, notes) -> Iterator[Entry]:
     import shutil  # noqa: PLC0415
+
     exe = shutil.which("journalctl")
     if exe is None:
-        raise InputError("journalctl is not installed (needed to read the journal without systemd-python); on a "
-                         f"machine with systemd, run: {_pipe_hint(unit)}")
+        raise InputError(
+            "journalctl is not installed (needed to read the journal without systemd-python); on a "
+            f"machine with systemd, run: {_pipe_hint(unit)}"
+        )
     args = [exe, "--output=json", "--no-pager", "--all"]
     if files:
         args += ["--file=" + _glob_escape(f) for f in files]
@@ -658,6 +695,7 @@ def _iter_journalctl(files, directory, units, since_us, boot_spec, lines, unit, 
 
 def _keep_last(stream: Iterator[Entry], n: int) -> Iterator[Entry]:
     from collections import deque  # noqa: PLC0415
+
     if n == 0:
         for _ in stream:
             pass
@@ -670,8 +708,13 @@ def _glob_escape(path: str) -> str:
     return re.sub(r"([*?\[\\])", r"\\\1", path)
 
 
-def _journalctl_stream(args: list[str], files: list[str], boot_spec: tuple[str | None, int] | None,
-                       units: list[str], notes: list[str] | None) -> Iterator[Entry]:
+def _journalctl_stream(
+    args: list[str],
+    files: list[str],
+    boot_spec: tuple[str | None, int] | None,
+    units: list[str],
+    notes: list[str] | None,
+) -> Iterator[Entry]:
     import json  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
 
@@ -713,17 +756,21 @@ def _scratch_fd() -> int:
         return os.memfd_create("journalctl-stderr", os.MFD_CLOEXEC)
     except (AttributeError, OSError):
         import tempfile  # noqa: PLC0415
+
         return os.dup(tempfile.TemporaryFile().fileno())
 
 
-def _journalctl_error(msgs: list[str], files: list[str], boot_spec: tuple[str | None, int] | None,
-                      units: list[str]) -> InputError:
+def _journalctl_error(
+    msgs: list[str], files: list[str], boot_spec: tuple[str | None, int] | None, units: list[str]
+) -> InputError:
     first = msgs[0] if msgs else "journalctl failed with no message"
     if units and first.startswith("Failed to add filter for units"):
         return _no_unit(units)
     if boot_spec is not None and "specified boot" in first and "not available" in first:
-        return InputError(f"boot {_describe_boot(boot_spec)} is not in the journal (journalctl --list-boots "
-                          "shows them: 0 is the last, -1 the one before)")
+        return InputError(
+            f"boot {_describe_boot(boot_spec)} is not in the journal (journalctl --list-boots "
+            "shows them: 0 is the last, -1 the one before)"
+        )
     if "Permission denied" in first:
         return InputError(f"cannot read the journal: permission denied ({first})")
     if files and first.startswith("Failed to open files"):
@@ -732,10 +779,21 @@ def _journalctl_error(msgs: list[str], files: list[str], boot_spec: tuple[str | 
         def still_bad(path: str) -> bool:
             import shutil  # noqa: PLC0415
             import subprocess  # noqa: PLC0415
-            p = subprocess.run([shutil.which("journalctl") or "journalctl", "--file=" + _glob_escape(path),
-                                "--lines=0", "--no-pager", "--quiet"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+            p = subprocess.run(
+                [
+                    shutil.which("journalctl") or "journalctl",
+                    "--file=" + _glob_escape(path),
+                    "--lines=0",
+                    "--no-pager",
+                    "--quiet",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             return p.returncode != 0
+
         return _bad_files_error(files, reason, still_bad)
     return InputError(f"journalctl failed: {first}")
 
@@ -752,9 +810,9 @@ def _json_entry(obj: dict) -> Entry:
         elif t is list:
             if not v:
                 out[k] = ""
-            elif type(v[0]) is int:           # one binary value: an array of byte values
+            elif type(v[0]) is int:  # one binary value: an array of byte values
                 out[k] = bytes(v).decode("utf-8", "replace")
-            else:                             # a repeated field: keep the first value, like short output
+            else:  # a repeated field: keep the first value, like short output
                 first = v[0]
                 if first is None:
                     out[k] = ""
