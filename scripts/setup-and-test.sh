@@ -30,6 +30,9 @@ fi
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/pip install -q -e '.[test,dev]'
+# bytecode, as a pip-installed package has it (this environment may set PYTHONDONTWRITEBYTECODE): the tests start the
+# CLI hundreds of times, and each start would otherwise compile every module again
+.venv/bin/python -m compileall -q logdoctor >/dev/null
 bash scripts/lint.sh   # ruff check, ruff format --check (formatted modules), mypy
 set +e
 .venv/bin/python -m pytest -q "$@"

@@ -202,6 +202,25 @@ SLOW: dict[str, frozenset[str]] = {
             "test_unseen_shape_verdict_matches_label[rt10-a27-engine-defect]",
         }
     ),
+    # CLI subprocess tests of several seconds each (a 10 s connect timeout, FIFO/pipe waits, every fixture through
+    # the text renderer, a Dask LocalCluster, a 5 MB generated log through the scan)
+    "test_text_fit.py": frozenset({"test_every_fix_and_action_of_every_failing_fixture_is_in_the_text"}),
+    "test_triage_polish.py": frozenset(
+        {
+            "test_an_unreachable_scheduler_is_a_one_line_usage_error",
+            "test_the_same_log_in_a_folder_and_its_tarball_is_counted_once",
+            "test_scheduler_local_starts_a_cluster_with_the_local_rows",
+            "test_baseline_marks_new_and_regressed_signatures",
+        }
+    ),
+    "test_trust_inputs.py": frozenset(
+        {"test_same_policy_on_both_paths", "test_explain_fifo_note", "test_explain_open_pipe_note"}
+    ),
+    "test_trust_rules.py": frozenset(
+        {"test_triage_agrees_with_explain_on_xids", "test_cli_many_tracebacks_keep_the_verdict"}
+    ),
+    "test_docs_cmd.py": frozenset({"test_rules_test_takes_a_folder_of_cases"}),
+    "test_scan_explain.py": frozenset({"test_explain_through_the_scan_equals_the_full_parse"}),
 }
 
 
