@@ -158,7 +158,7 @@ def test_advice_is_not_an_error():
 def test_catalogues_load_lazily():
     """Explaining a log with no CUDA/NCCL error text reads no catalogue file."""
     code = (
-        "from logdoctor import api\n"
+        "from logdoctor.verdict import api\n"
         "from logdoctor.matching.catalogues import load\n"
         'api.diagnose(\'May 22 10:00:01 h python3[5]: [2026-05-22 10:00:01] server_args=ServerArgs(model_path="m")\\n'
         "May 22 10:00:02 h python3[5]: [2026-05-22 10:00:02 TP0] Capture cuda graph begin. avail mem=9.10 GB\\n"
