@@ -129,3 +129,16 @@ def test_damage_counts_cover_every_line(tmp_path):
     for k in ("read", "bad_bytes", "nul_bytes", "cut_lines", "cut_bytes", "long_lines", "encoding"):
         assert getattr(got, k) == getattr(want, k), k
     assert got.nul_bytes == 2 and got.bad_bytes == 2 and got.cut_lines == 1 and got.long_lines == 2
+
+
+def test_a_leading_nul_run_is_damage_and_only_nuls_are_refused(tmp_path):
+    """A large input that starts with a stretch of NULs (preallocated, or zeroed by a crash) is still diagnosed, the
+    run counted as a cut line; an input of nothing but NULs is refused in one line, as on the whole-input path."""
+    seed = (ROOT / "fixtures" / "journals" / "seed-all-attempts" / "journal.log").read_bytes()
+    small = logdoctor.diagnose(Path(ROOT / "fixtures" / "journals" / "seed-all-attempts" / "journal.log"))
+    (tmp_path / "zeroed.log").write_bytes(b"\x00" * (SMALL_SEGMENT * 2) + seed)
+    d = logdoctor.diagnose(tmp_path / "zeroed.log")
+    assert d.failed and (d.cause, d.phase) == (small.cause, small.phase)
+    (tmp_path / "nuls.log").write_bytes(b"\x00" * (SMALL_SEGMENT * 2))
+    with pytest.raises(logdoctor.InputError, match=r"binary data \(\d+ NUL bytes and nothing else\)"):
+        logdoctor.diagnose(tmp_path / "nuls.log")

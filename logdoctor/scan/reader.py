@@ -56,10 +56,16 @@ class Repairing:
         """Whole lines (at least one unless at the end), repaired; the last, unterminated line at the end."""
         while True:
             raw = self._raw(n)
-            if self._first and raw:
-                sniff(raw, self.origin, partial=True)  # the whole-input path's gate: binary junk is refused
+            if self._first and raw.strip(b"\x00"):
+                # the whole-input path's gate: binary junk is refused; a leading run of NULs (a preallocated or
+                # crash-zeroed stretch) is damage, so the gate judges the first buffer that holds anything else
+                sniff(raw, self.origin, partial=True)
                 self._first = False
             if not raw:
+                if self._first and self.nbytes:  # nothing but NULs, to the end (or the decompression cap)
+                    raise InputError(
+                        f"{self.origin}: binary data ({self.nbytes} NUL bytes and nothing else), not a text log"
+                    )
                 out, self._carry = self._carry, b""
                 return self._fix(out)
             self.nbytes += len(raw)
@@ -86,6 +92,8 @@ class Repairing:
             nl = b.find(b"\n")
             size += len(b) if nl < 0 else nl
             self.nbytes += len(b)
+            if self._first and b.strip(b"\x00"):
+                self._first = False  # text after a leading NUL run, read past inside this cut line
             if not b or nl >= 0:
                 rest = b[nl + 1 :] if b and nl >= 0 else b""
                 break
