@@ -1,4 +1,5 @@
-"""Container log prefixes: docker logs -t / kubectl logs --timestamps (RFC 3339 nano timestamp + space) and
+"""Container log prefixes: docker logs -t / kubectl logs --timestamps (RFC 3339 nano timestamp + space), the CRI
+log files the kubelet keeps under /var/log/pods (timestamp, stream, F/P tag: "…Z stderr F msg"), and
 docker-compose's "service-1  | " prefix (with or without a timestamp after it), and pm2's "0|app  | "."""
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from logdoctor.core import rxcache
 from logdoctor.input.formats import Outer
 
 _TS = rxcache.compile(
-    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) (?P<msg>.*)$"
+    r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) "
+    r"(?:(?:stdout|stderr) [FP] )?(?P<msg>.*)$"
 )
 _GENERIC = rxcache.compile(
     r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?P<frac>[.,]\d{1,9})?(?P<tz>Z|[+-]\d\d:?\d\d)? (?P<msg>.*)$"

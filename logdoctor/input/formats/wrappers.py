@@ -4,7 +4,8 @@
               and its dedup suffix " [repeated 7x across cluster]"
   torchrun    [default3]:msg   (--tee / --log-dir redirects; "[rank3]:" is torch's own and handled by the engine
               prefix parser)
-  mpirun      [1,3]<stderr>:msg · [1,3]<stdout>:msg   (--tag-output: jobid,rank)
+  mpirun      [1,3]<stderr>:msg · [1,3]<stdout>:msg   (--tag-output: jobid,rank; [1,3][host:pid]<stderr>: detailed;
+              [label]<stderr>: another launcher's rank label, the rank its last number)
   srun        3: msg   (--label; trusted only when most lines of the log carry it)
   kubectl     [pod/NAME/CONTAINER] msg · [pod/NAME/CONTAINER] 2026-01-01T00:00:00.123Z msg   (--prefix [--timestamps])
   compose     svc-1  | msg   (formats/container.py)
@@ -31,7 +32,13 @@ _RAY = rxcache.compile(
 )
 _RAY_DEDUP = rxcache.compile(r" \[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^)]*\))?$")
 _TORCHRUN = rxcache.compile(r"^\[(?P<group>default|rank|local_rank)(?P<n>\d+)\]:")
-_MPI = rxcache.compile(r"^\[(?P<job>\d+),(?P<rank>\d+)\]<(?P<stream>stdout|stderr|stddiag)>: ?")
+# Open MPI / PRRTE --output tag ("[1,3]<stderr>:") and tag-detailed ("[1,3][host:pid]<stderr>:"), and launchers that
+# label a rank their own way before the same stream tag ("[node-03:rank2]<stderr>:"): the rank is its last number
+_MPI = rxcache.compile(
+    r"^\[(?:(?P<job>\d+),(?P<rank>\d+)|(?P<label>[\w.-]+(?::[\w.-]+)?))\](?:\[[\w.-]+:\d+\])?"
+    r"<(?P<stream>stdout|stderr|stddiag)>: ?"
+)
+_LAST_NUMBER = rxcache.compile(r"(\d+)\D*$")
 _SRUN = rxcache.compile(r"^(?P<n>\d{1,4}): ")
 _KUBECTL = rxcache.compile(r"^\[pod/(?P<pod>[\w.\-]+)/(?P<container>[\w.\-]+)\] ")
 _RFC3339 = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) ")
@@ -41,7 +48,7 @@ _LEAD = rxcache.compile(r"^(?:\[[^\]\s]{1,80}\]|\([^)]{1,80}\)|[\w.\-]{1,40} ?\|
 # the leading tokens some parser knows: these wrappers', the engines' own prefixes (engines/prefixes.py LEADS), and
 # glog / source-location / bare-level tags
 _KNOWN_LEAD = rxcache.compile(
-    r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[(?:default|local_rank)\d+\]|\[\d+,\d+\]<|\[pod/|"
+    r"^(?:\((?:raylet|pid=|gcs_server|autoscaler)|[\w.\-]+\s+\| |\[(?:default|local_rank)\d+\]|\[pod/|"
     + "".join(f"{lead}|" for lead in ENGINE_LEADS)
     + r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])"
 )
@@ -73,7 +80,7 @@ def detect(lines: list[str]) -> tuple[frozenset[str], str | None]:
     leads: Counter[str] = Counter()
     for l in sample:
         m = _LEAD.match(l)
-        if m and not _KNOWN_LEAD.match(l):
+        if m and not _KNOWN_LEAD.match(l) and not _MPI.match(l):  # _MPI: the stream-tag labels, whatever the rank label
             leads[re.sub(r"\d+", "N", m.group(0))] += 1
     if leads and sample:
         lead, n = leads.most_common(1)[0]
@@ -113,7 +120,14 @@ def _peel_bracket(p: Peeled, body: str) -> bool:
         return True
     m = _MPI.match(body)
     if m:
-        _ranked(p, "mpirun", m.group("rank"), body[m.end() :])
+        rank = m.group("rank")
+        if rank is None:
+            last = _LAST_NUMBER.search(m.group("label"))
+            rank = last.group(1) if last else None
+        if rank is None:
+            p.wrapper, p.body = p.wrapper or "mpirun", body[m.end() :]
+        else:
+            _ranked(p, "mpirun", rank, body[m.end() :])
         return True
     m = _TORCHRUN.match(body)
     if m and m.group("group") != "rank":
