@@ -48,7 +48,9 @@ class Engine:
     `env_prefixes`: prefixes of its own environment variables (config reads them from the log).
     `source_phases`: (phase, words) pairs: a message raised in a module path of its package containing one of the
     words belongs to that start-up phase (atlas/phases.py adds them to its shared table's row for the phase).
-    `in_atlas`: its released sources are mined into the atlas of messages (docs/atlas.md; `logdoctor atlas`)."""
+    `in_atlas`: its released sources are mined into the atlas of messages (docs/atlas.md; `logdoctor atlas`).
+    `auto_static_fraction`: (GPU MiB, config fields, tp, pp, mla) -> the static memory fraction the engine picks by
+    itself when none is set (None: a fixed default, in `lever_sides`), so a fraction set below it can be told."""
 
     name: str
     title: str
@@ -85,6 +87,7 @@ class Engine:
     env_prefixes: tuple[str, ...] = ()
     source_phases: tuple[tuple[str, tuple[str, ...]], ...] = ()
     in_atlas: bool = False
+    auto_static_fraction: Callable[[float, Mapping[str, object], int, int, bool], tuple[float, int, int]] | None = None
 
     def version_in(self, msg: str) -> str | None:
         """The version this line states, if it is this engine's version line."""

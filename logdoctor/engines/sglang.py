@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
 
 from logdoctor.core import rxcache
@@ -395,6 +396,47 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
     }
 )
 
+
+def _as_int(v, default: int) -> int:
+    try:
+        return int(v) if v is not None and not isinstance(v, bool) else default
+    except (TypeError, ValueError):
+        return default
+
+
+def auto_static_fraction(
+    gpu_mib: float, raw: Mapping[str, object], tp: int, pp: int, mla: bool
+) -> tuple[float, int, int]:
+    """SGLang's default mem_fraction_static (server_args._handle_gpu_memory_settings, 0.5.x): reserve MB for the
+    chunked prefill (x1.5), CUDA graphs (x2 per batch size), TP ranks and piecewise graphs; at least 10 GB on
+    cards over 60 GB. Returns (fraction, chunked_prefill_size, cuda_graph_max_bs)."""
+    small = gpu_mib < 35 * 1024
+    chunk = _as_int(
+        raw.get("chunked_prefill_size"),
+        2048 if small else 4096 if gpu_mib < 60 * 1024 else 8192 if gpu_mib < 160 * 1024 else 16384,
+    )
+    bs = _as_int(
+        raw.get("cuda_graph_max_bs") or raw.get("cuda_graph_max_bs_decode"),
+        8
+        if gpu_mib < 20 * 1024
+        else (24 if tp < 4 else 80)
+        if small
+        else (32 if tp < 4 else 160)
+        if gpu_mib < 60 * 1024
+        else (256 if tp < 4 else 512),
+    )
+    reserved = 512 + max(chunk if chunk > 0 else _as_int(raw.get("max_prefill_tokens"), 16384), 2048) * 1.5
+    reserved += bs * 2 + tp * pp / 8 * 1024
+    if not raw.get("disable_piecewise_cuda_graph"):
+        reserved += 1.5 * 1024 if mla else 58 * 8  # ~58 piecewise token sizes by default
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    spec = raw.get("speculative_algorithm")
+    if spec:
+        reserved += 6 * 1024 if str(spec).upper() == "STANDALONE" else 0 if str(spec).upper() == "NGRAM" else 4096
+    return round((gpu_mib - reserved) / gpu_mib, 3), chunk, bs
+
+
 ENGINE = Engine(
     name=NAME,
     title="SGLang",
@@ -424,4 +466,5 @@ ENGINE = Engine(
     env_prefixes=("SGLANG_",),
     source_phases=(("launch", ("sglang/cli/",)),),
     in_atlas=True,
+    auto_static_fraction=auto_static_fraction,
 )

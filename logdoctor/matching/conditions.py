@@ -620,7 +620,9 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 def leaf_reading(val, ctx, compiled, scope):
     """A timeline reading (`Attempt.readings`) compares with a number; an absent reading never holds
     (`weights_share`: weights / GPU memory before loading; `static_left`: mem fraction - weights_share, what the
-    static budget leaves for the pools); captures the reading. Example: `reading: {name: static_left, lt: 0.05}`."""
+    static budget leaves for the pools; `mem_fraction_auto`: the fraction the engine picks by itself, `auto_gain`:
+    that minus the fraction in force, `auto_pool_gb`: what it leaves for the pools); captures the reading.
+    Example: `reading: {name: static_left, lt: 0.05}`."""
     cur = ctx.attempt.readings.get(val.get("name"))
     if not isinstance(cur, (int, float)):
         return None

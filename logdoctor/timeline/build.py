@@ -7,6 +7,7 @@ marker at all (a pasted excerpt) the traceback frames decide (`FRAME_PHASES`).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -389,7 +390,7 @@ def _attempt(
             v.phase = phases.phase_after(last.phase, marker_tab) if last.completed else last.phase
     att.attribute_kill_reports(rd.kernel)
     config = extract_config(recs, engine, version)
-    _derive(rd.readings, config.levers)
+    _derive(rd.readings, config.levers, config.raw, engine)
     a = Attempt(
         index=index,
         start_line=recs[0].line if recs else 0,
@@ -408,15 +409,31 @@ def _attempt(
     return a
 
 
-def _derive(readings: dict, levers: dict) -> None:
-    """Readings a rule can reason with: the share of the GPU the weights take, and what the static budget leaves
-    for the pools after them (SGLang sizes the pool as mem_fraction_static x total − weights)."""
+def _derive(readings: dict, levers: dict, raw: dict, engine: str) -> None:
+    """Readings a rule can reason with: the share of the GPU the weights take, what the static budget leaves for
+    the pools after them (SGLang sizes the pool as mem_fraction_static x total − weights), and, for an engine that
+    picks its static fraction from the GPU when none is set, that fraction (`mem_fraction_auto`) and how far the
+    fraction in force is below it (`auto_gain`): a fraction set lower than the engine's own choice is a setting."""
     w, total, frac = readings.get("weights_gb"), readings.get("free_before_load_gb"), levers.get("mem_fraction")
-    if isinstance(w, float) and isinstance(total, float) and total > 0:
-        readings["weights_share"] = round(w / total, 3)
-        if isinstance(frac, (int, float)):
-            readings["static_left"] = round(float(frac) - w / total, 3)
-            readings["static_left_gb"] = round(float(frac) * total - w, 2)
+    if not (isinstance(w, float) and isinstance(total, float) and total > 0):
+        return
+    readings["weights_share"] = round(w / total, 3)
+    if not isinstance(frac, (int, float)) or isinstance(frac, bool):
+        return
+    readings["static_left"] = round(float(frac) - w / total, 3)
+    readings["static_left_gb"] = round(float(frac) * total - w, 2)
+    e = ENGINES.get(engine)
+    if e is None or e.auto_static_fraction is None:
+        return
+    tp, pp = (_positive(levers.get(k)) for k in ("tp_size", "pp_size"))
+    auto = math.floor(e.auto_static_fraction(total * 1024, raw, tp, pp, False)[0] * 100) / 100  # a flag's value
+    readings["mem_fraction_auto"] = auto
+    readings["auto_gain"] = round(auto - float(frac), 3)
+    readings["auto_pool_gb"] = round(auto * total - w, 2)
+
+
+def _positive(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 1
 
 
 def _proc_is_rank(engine: str) -> bool:
