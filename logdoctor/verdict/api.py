@@ -160,7 +160,7 @@ def diagnose_timeline(
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
         phase = win.rule.phases[0]
-    evidence, derived = _evidence(win, seen)
+    evidence, derived = _evidence(win, seen, tl)
     vars_ = _vars(win, a, tl)
     explanation = _explanation(win, vars_, derived)
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
@@ -509,12 +509,19 @@ def _from_earlier(
     return None
 
 
-def _evidence(win: Candidate, a: Attempt) -> tuple[list[Evidence], list[str]]:
+def _evidence(win: Candidate, a: Attempt, tl: Timeline) -> tuple[list[Evidence], list[str]]:
     """1-5 evidence lines, each quoted as the log shows it (logdoctor/verdict/evidence.py: a leaf may have matched only part
-    of the line, e.g. the inner error of a wrapper), and the statements the leaves derived (for the explanation)."""
+    of the line, e.g. the inner error of a wrapper), and the statements the leaves derived (for the explanation).
+    A leaf may cite an earlier attempt's line (a GPU's Xid before a restart): that line is quoted from its attempt."""
     from logdoctor.verdict.evidence import quote
 
-    quoted, derived = quote(a.records, win.hit.evidence)
+    own = {r.line for r in a.records}
+    lines = {ln for ln, _ in win.hit.evidence if ln and ln not in own}
+    records = a.records
+    if lines:
+        earlier = [r for b in tl.attempts if b is not a and b.start_line <= a.end_line for r in b.records]
+        records = a.records + [r for r in earlier if r.line in lines]
+    quoted, derived = quote(records, win.hit.evidence)
     return [Evidence(ln, text) for ln, text in quoted][:5], derived
 
 
