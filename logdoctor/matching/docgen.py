@@ -104,7 +104,19 @@ def rule_schema() -> dict:
                         "min": {"type": "number"},
                         "max": {"type": "number"},
                         "why": {"type": "string"},
-                        "when": {"type": "object"},
+                        "when": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                "captured": {"type": "string"},
+                                "lever_set": {"type": "string"},
+                                "lever_unset": {"type": "string"},
+                                "lever_on": {"type": "string"},
+                                "engine": {
+                                    "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+                                },
+                            },
+                        },
                     },
                 },
             },

@@ -203,6 +203,8 @@ def _when(f: Fix, captures: dict, levers: dict, engine: str | None = None) -> bo
             return False
         if k == "lever_unset" and levers.get(v) is not None:
             return False
+        if k == "lever_on" and not (levers.get(v) is True or str(levers.get(v)).lower() in ("true", "1", "yes")):
+            return False  # a switch in force (torch.compile on): a fix that turns it off
     return True
 
 
