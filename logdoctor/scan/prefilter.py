@@ -17,9 +17,9 @@ RE2 (`google-re2`, in the `triage` extra) runs the same pattern several times fa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
+from logdoctor.core.lean import dataclass
 from logdoctor.engines import ENGINES
 from logdoctor.engines.markers import Marker
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from logdoctor.core.lean import dataclass
 from logdoctor.scan.boundary import BoundaryCheck
 from logdoctor.scan.prefilter import Prefilter
 from logdoctor.timeline.attempts import BOOT
