@@ -176,6 +176,8 @@ def _drop_lookarounds(p: str) -> str:
 
 @dataclass(frozen=True)
 class Groups:
+    """The prefilter's pattern groups, built from the engine registry and the rules (one per process)."""
+
     boundary: list[str]
     signal: list[str]
     relevant: list[str]

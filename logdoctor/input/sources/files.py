@@ -20,6 +20,8 @@ JOURNAL_MAGIC = b"LPKSHHRH"
 
 @dataclass(slots=True)
 class RawInput:
+    """An input's bytes after decompression, where they came from, and where an archive stopped early."""
+
     data: bytes | bytearray  # decompressed input is a bytearray (not copied once more)
     origin: str  # file name or "<stdin>"
     compression: str | None = None
