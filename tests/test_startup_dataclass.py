@@ -178,3 +178,36 @@ def test_pickles_like_a_dataclass():
     one = FixStep("mem_fraction_static", "--mem-fraction-static", 0.9, 0.85, "less for the KV pool")
     assert pickle.loads(pickle.dumps(one)) == one  # noqa: S301 - our own bytes
     assert one != dataclasses.replace(one, to=0.8)
+
+
+def test_explain_path_compiles_no_dataclass_method(tmp_path):
+    """Start-up guard: a dataclass added to explain's import path uses core/lean.dataclass (the standard decorator
+    compiles ~0.9M instructions of source per method). Counted through dataclasses' private `_create_fn`, which
+    Python 3.11/3.12 use for every generated method (skipped where it does not exist)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not hasattr(dataclasses, "_create_fn"):
+        pytest.skip("this Python's dataclasses generate methods another way")
+    log = tmp_path / "a.log"
+    log.write_text("INFO 05-01 10:00:00 api_server.py:1] vLLM API server version 0.8.5\n")
+    probe = (
+        "import dataclasses, sys\n"
+        "seen = []\n"
+        "orig = dataclasses._create_fn\n"
+        "def spy(name, *a, **k):\n"
+        "    seen.append((name, k.get('globals', {}).get('__name__')))\n"
+        "    return orig(name, *a, **k)\n"
+        "dataclasses._create_fn = spy\n"
+        "import atexit\n"
+        "atexit.register(lambda: sys.stderr.write(f'created {len(seen)} {seen}\\n'))\n"
+        "from logdoctor.cli.entry import main\n"
+        f"sys.argv = ['logdoctor', 'explain', '--no-history', {str(log)!r}]\n"
+        "main()\n"
+    )
+    env = dict(os.environ, LOGDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=root, timeout=120)
+    assert "created 0" in r.stderr, r.stderr[-2000:]
