@@ -24,10 +24,10 @@ import os
 import stat
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from logdoctor.core.errors import LogdoctorError
+from logdoctor.core.lean import dataclass
 
 
 class WriteError(LogdoctorError):

@@ -8,9 +8,10 @@ evidence), who wrote it (host, unit, pid, rank/process) and what the log format 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 
+from logdoctor.core.lean import dataclass
 from logdoctor.core.vocab import Transport
 
 # transports: where a line came from (vocab.TRANSPORTS describes each)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from logdoctor.core.lean import dataclass
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ wording, add a row; no code changes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.core.vocab import PHASE_INDEX, PHASES, Edge  # noqa: F401 - PHASE_INDEX re-exported (timeline, older callers)
 
 

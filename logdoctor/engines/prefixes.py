@@ -15,9 +15,9 @@ A plain regex per form, dispatched on the first character: this runs for every l
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 
 
 @dataclass(slots=True)

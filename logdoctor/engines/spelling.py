@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from logdoctor.core.lean import dataclass
 
 __all__ = ["Spelling", "Field", "Side", "S", "F", "side", "equals", "negate", "nonzero", "spec_method"]
 

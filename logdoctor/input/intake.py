@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from logdoctor.core import limits
 from logdoctor.core.errors import InputError
+from logdoctor.core.lean import dataclass
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),

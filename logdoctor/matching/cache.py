@@ -184,16 +184,16 @@ def _encode(obj):
 def _decode(data: bytes, classes: dict[str, type]):
     import json
 
-    def hook(d: dict):
-        if "__tuple__" in d and len(d) == 1:
-            return tuple(d["__tuple__"])
-        if "__frozenset__" in d and len(d) == 1:
-            return frozenset(d["__frozenset__"])
-        name = d.get("__dc__")
+    def hook(d: dict):  # called for every JSON object of the entry (~6700): the common cases first
+        if len(d) == 1:
+            if "__tuple__" in d:
+                return tuple(d["__tuple__"])
+            if "__frozenset__" in d:
+                return frozenset(d["__frozenset__"])
+        name = d.pop("__dc__", None)
         if name is None:
             return d
-        cls = classes[name]  # an unknown name: a damaged or foreign entry, rebuilt
-        return cls(**{k: v for k, v in d.items() if k != "__dc__"})
+        return classes[name](**d)  # an unknown name: a damaged or foreign entry, rebuilt
 
     return json.loads(data, object_hook=hook)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.core.limits import MATCH_CAP
 from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.core.vocab import XID_APP, XID_HARDWARE

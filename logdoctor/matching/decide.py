@@ -23,9 +23,10 @@ causes are reported as alternatives, and when the answer is "unknown". Every num
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from logdoctor.core.lean import dataclass
 from logdoctor.core.vocab import TIER_NAMES
 
 if TYPE_CHECKING:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 
 from logdoctor.core.errors import InstallError, RuleError
+from logdoctor.core.lean import dataclass
 from logdoctor.core.limits import RULE_FILE_CAP, human
 from logdoctor.core.paths import PACKAGE
 from logdoctor.core.vocab import CAUSES, OPS, TIER_NAMES

@@ -8,8 +8,7 @@ ranking, live in matching/decide.py; the tiers in vocab.TIERS.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from logdoctor.core.lean import dataclass
 from logdoctor.matching import prefilter
 from logdoctor.matching.conditions import Context, Hit, evaluate
 from logdoctor.matching.decide import EARLY_EVIDENCE_SLACK, confidence, score

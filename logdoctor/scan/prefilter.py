@@ -17,9 +17,9 @@ RE2 (`google-re2`, in the `triage` extra) runs the same pattern several times fa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
+from logdoctor.core.lean import dataclass
 from logdoctor.engines import ENGINES
 from logdoctor.engines.markers import Marker
 
@@ -176,6 +176,8 @@ def _drop_lookarounds(p: str) -> str:
 
 @dataclass(frozen=True)
 class Groups:
+    """The prefilter's pattern groups, built from the engine registry and the rules (one per process)."""
+
     boundary: list[str]
     signal: list[str]
     relevant: list[str]

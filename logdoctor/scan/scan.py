@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from logdoctor.core.lean import dataclass
 from logdoctor.scan.boundary import BoundaryCheck
 from logdoctor.scan.prefilter import Prefilter
 from logdoctor.timeline.attempts import BOOT
@@ -33,6 +34,8 @@ _BOOT = BOOT.encode()  # journalctl's boot line: a new attempt (attempts.split c
 
 @dataclass
 class Segment:
+    """One attempt's part of the input as the scan kept it: raw pieces, head and tail, prefilter hits, flags."""
+
     first_line: int  # 1-based input line number of its first line
     raw: list[tuple[int, bytes]] = field(default_factory=list)  # (first line number, bytes ending in \n)
     raw_bytes: int = 0
@@ -183,6 +186,8 @@ def _split(first: int, data: bytes) -> Iterator[tuple[int, bytes]]:
 
 @dataclass
 class ScanStats:
+    """What the scan read: bytes, lines, prefilter hits, over-long lines cut."""
+
     bytes: int = 0
     lines: int = 0
     hits: int = 0

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.core.records import META, SERVICE, SYSTEMD, Record
 from logdoctor.engines import each
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import TypedDict
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.core.records import KERNEL, KERNEL_WORDS, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.core.vocab import EventKind, PhaseSource
 from logdoctor.engines import ENGINES, each

@@ -8,10 +8,10 @@ bookkeeping over the same marker edges: they say which lines each phase took, no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal
 
+from logdoctor.core.lean import dataclass
 from logdoctor.engines.markers import PHASE_INDEX
 
 if TYPE_CHECKING:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from logdoctor.core.lean import dataclass
 from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD
 from logdoctor.history import AttemptRow
 from logdoctor.timeline.attempts import outcome as attempt_outcome

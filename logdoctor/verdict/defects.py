@@ -10,9 +10,10 @@ with the traceback". A config rule that the log itself backs (a combination the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.timeline.decisive import ENGINE_FILE
 
 DEFECT_TYPES = rxcache.compile(

@@ -3,8 +3,9 @@ logdoctor.diagnosis/v1 (design.md), validated in tests against logdoctor/schemas
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from logdoctor.core.lean import dataclass
 from logdoctor.core.vocab import OUTCOMES, UNKNOWN
 
 SCHEMA = "logdoctor.diagnosis/v1"

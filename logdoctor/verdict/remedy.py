@@ -7,8 +7,9 @@ proposed, and a note names the rule and the log line (`fix` refuses on it, exit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from logdoctor.core.lean import dataclass
 from logdoctor.engines import levers as lv
 from logdoctor.matching.loader import Fix, Rule
 from logdoctor.timeline.build import Attempt, Timeline

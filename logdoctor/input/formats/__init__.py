@@ -5,8 +5,10 @@ Detection is per line, so a mixture (a docker log pasted under a journal excerpt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
+
+from logdoctor.core.lean import dataclass
 
 
 @dataclass(slots=True)

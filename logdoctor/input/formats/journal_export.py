@@ -4,7 +4,8 @@ bytes is written as KEY\\n + uint64 LE length + raw bytes + \\n. Parsed at the b
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from logdoctor.core.lean import dataclass
 
 
 @dataclass(slots=True)

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.engines.prefixes import LEADS as ENGINE_LEADS
 from logdoctor.input.formats.container import iso_ts
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from logdoctor.core import limits
 from logdoctor.core.errors import InputError
+from logdoctor.core.lean import dataclass
 from logdoctor.input.intake import Damage, sniff
 from logdoctor.input.sources import archive, guard
 from logdoctor.input.sources.archive import Stream
@@ -19,6 +20,8 @@ JOURNAL_MAGIC = b"LPKSHHRH"
 
 @dataclass(slots=True)
 class RawInput:
+    """An input's bytes after decompression, where they came from, and where an archive stopped early."""
+
     data: bytes | bytearray  # decompressed input is a bytearray (not copied once more)
     origin: str  # file name or "<stdin>"
     compression: str | None = None

@@ -8,10 +8,10 @@ cause. `GATE` is a cheap test run first; most lines fail it and never touch a ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
 from logdoctor.matching.catalogues import load
 from logdoctor.matching.catalogues.entries import CudaError, NcclResult
 

@@ -1,0 +1,211 @@
+"""`dataclass` for the classes on explain's start-up path: the standard decorator with the same semantics, cheaper
+to apply (issue 20: creating ~58 dataclasses was about a quarter of a 140-line explain).
+
+`dataclasses.dataclass` compiles every method it adds from generated source (one `exec` each, ~0.9M instructions:
+the parser and compiler run per method): `__init__`, `__repr__`, `__eq__`, and for a frozen class `__hash__`,
+`__setattr__` and `__delattr__`. Here the standard decorator is applied with none of them (it still collects the
+fields, defaults and factories, checks them, makes the slots class, `__match_args__` and `__dataclass_fields__`), and
+the methods are shared functions bound to the class's fields, written once in this module, following the rules the
+standard decorator follows:
+
+- `__init__(self, <fields with init=True, in order>)`: positional or by keyword, defaults and `default_factory`
+  (called per instance, also for `init=False` fields), then `__post_init__()` when the class has one; a frozen class
+  sets its fields through `object.__setattr__`; a missing, unexpected or repeated argument is a TypeError;
+- `__repr__`: `QualName(a=..., b=...)` over the fields with `repr=True`, '...' on recursion;
+- `__eq__`: the field tuples (fields with `compare=True`) of two objects of the very same class, else
+  NotImplemented;
+- `__hash__`: frozen → the hash of the tuple of hashed fields (`hash=None` follows `compare`); not frozen → None
+  (unhashable);
+- frozen: `__setattr__`/`__delattr__` raise `dataclasses.FrozenInstanceError`; with slots, `__getstate__` and
+  `__setstate__` (pickle, copy) as the standard decorator adds them.
+
+A method the class body writes itself (`__init__`, `__repr__`, `__eq__`, `__hash__`) is kept, as the standard
+decorator keeps it. `fields()`, `replace()`, `asdict()` and `is_dataclass()` work as on any dataclass;
+`__dataclass_params__` tells the truth (init, repr, eq, frozen). Not offered (TypeError, or use
+`dataclasses.dataclass`): order, unsafe_hash, kw_only, InitVar, and inheriting from another dataclass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from _thread import get_ident
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, TypeVar, dataclass_transform, overload
+
+_T = TypeVar("_T")
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
+    """A function of an object → the tuple of its `names` attributes (a 1-tuple for one name, () for none)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+def _install(cls: type, name: str, fn: Any) -> None:
+    """Set a method unless the class body wrote its own (as the standard decorator does)."""
+    if name not in cls.__dict__:
+        fn.__qualname__ = f"{cls.__qualname__}.{name}"
+        setattr(cls, name, fn)
+
+
+def _maker(f: dataclasses.Field) -> Callable[[], Any]:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory
+    value = f.default
+    return lambda: value
+
+
+def _init(cls: type, fs: tuple[dataclasses.Field, ...], frozen: bool, slots: bool) -> Callable[..., None]:
+    """The `__init__` the standard decorator would generate for these fields, without compiling one per class."""
+    missing = dataclasses.MISSING
+    params = tuple(f for f in fs if f.init)
+    names = tuple(f.name for f in params)
+    n = len(names)
+    # per parameter: (default value or MISSING, factory or None)
+    defaults = tuple((f.default, None if f.default_factory is missing else f.default_factory) for f in params)
+    position = {name: i for i, name in enumerate(names)}
+    # every field the __init__ sets, in field order: (name, its parameter's position or None, the value maker of a
+    # field outside the parameters: its factory, or (slots: no class attribute to fall back on) its default)
+    plan = tuple(
+        (f.name, position.get(f.name), None if f.init else _maker(f))
+        for f in fs
+        if f.init or f.default_factory is not missing or (slots and f.default is not missing)
+    )
+    put = object.__setattr__ if frozen else setattr
+    post = hasattr(cls, "__post_init__")
+    qual = cls.__qualname__
+
+    def __init__(self, *args, **kw):
+        if len(args) > n:
+            raise TypeError(f"{qual}.__init__() takes {n + 1} positional arguments but {len(args) + 1} were given")
+        vals = list(args)
+        if kw or len(vals) < n:
+            for i in range(len(vals)):
+                if names[i] in kw:
+                    raise TypeError(f"{qual}.__init__() got multiple values for argument {names[i]!r}")
+            for i in range(len(vals), n):
+                name = names[i]
+                if name in kw:
+                    vals.append(kw.pop(name))
+                    continue
+                value, factory = defaults[i]
+                if factory is not None:
+                    vals.append(factory())
+                elif value is not missing:
+                    vals.append(value)
+                else:
+                    raise TypeError(f"{qual}.__init__() missing 1 required positional argument: {name!r}")
+            if kw:
+                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {next(iter(kw))!r}")
+        for name, i, factory in plan:
+            put(self, name, vals[i] if i is not None else factory())
+        if post:
+            self.__post_init__()
+
+    return __init__
+
+
+def _frozen(cls: type, fs: tuple[dataclasses.Field, ...], slots: bool) -> None:
+    names = frozenset(f.name for f in fs)
+    error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self, name, value):
+        if type(self) is cls or name in names:
+            raise error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if type(self) is cls or name in names:
+            raise error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    for fn in (__setattr__, __delattr__):
+        if fn.__name__ in cls.__dict__:
+            raise TypeError(f"Cannot overwrite attribute {fn.__name__} in class {cls.__name__}")
+        _install(cls, fn.__name__, fn)
+    if slots:  # pickle and copy set slots through setattr: as dataclasses does, a state list set past the guard
+        order = tuple(f.name for f in fs)
+        getter = _getter(order)
+
+        def __getstate__(self):
+            return list(getter(self))
+
+        def __setstate__(self, state):
+            for name, value in zip(order, state):
+                object.__setattr__(self, name, value)
+
+        _install(cls, "__getstate__", __getstate__)
+        _install(cls, "__setstate__", __setstate__)
+
+
+def _add_methods(cls: type, frozen: bool, slots: bool) -> type:
+    own_eq = "__eq__" in cls.__dict__
+    class_hash = cls.__dict__.get("__hash__", dataclasses.MISSING)
+    explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and own_eq))
+    fs = dataclasses.fields(cls)  # type: ignore[arg-type]
+    shown = tuple(f.name for f in fs if f.repr)
+    shown_of = _getter(shown)
+    compared_of = _getter(tuple(f.name for f in fs if f.compare))
+    hashed_of = _getter(tuple(f.name for f in fs if (f.compare if f.hash is None else f.hash)))
+    running: set = set()
+
+    def __repr__(self):
+        key = (id(self), get_ident())
+        if key in running:
+            return "..."
+        running.add(key)
+        try:
+            parts = ", ".join([f"{n}={v!r}" for n, v in zip(shown, shown_of(self))])
+        finally:
+            running.discard(key)
+        return f"{self.__class__.__qualname__}({parts})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return compared_of(self) == compared_of(other)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(hashed_of(self))
+
+    _install(cls, "__init__", _init(cls, fs, frozen, slots))
+    _install(cls, "__repr__", __repr__)
+    _install(cls, "__eq__", __eq__)
+    if not explicit_hash:  # eq=True: frozen → the fields' hash, mutable → unhashable (the standard decorator's table)
+        __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
+        cls.__hash__ = __hash__ if frozen else None  # type: ignore[method-assign,assignment]
+    if frozen:
+        _frozen(cls, fs, slots)
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    params.init = params.repr = params.eq = True
+    params.frozen = frozen
+    return cls
+
+
+@overload
+def dataclass(cls: type[_T], /) -> type[_T]: ...
+
+
+@overload
+def dataclass(*, frozen: bool = False, slots: bool = False) -> Callable[[type[_T]], type[_T]]: ...
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def dataclass(cls=None, /, *, frozen=False, slots=False):
+    """`@dataclass` / `@dataclass(frozen=True, slots=True)`: see the module's docstring."""
+
+    def wrap(c):
+        if any(dataclasses.is_dataclass(b) for b in c.__mro__[1:]):
+            raise TypeError(f"{c.__name__}: a lean dataclass does not inherit from a dataclass")
+        notes = c.__dict__.get("__annotations__", {}).values()
+        if any("InitVar" in str(a) or "KW_ONLY" in str(a) for a in notes):
+            raise TypeError(f"{c.__name__}: InitVar and KW_ONLY are not offered here; use dataclasses.dataclass")
+        c = dataclasses.dataclass(c, init=False, repr=False, eq=False, frozen=False, slots=slots)
+        return _add_methods(c, frozen, slots)
+
+    return wrap if cls is None else wrap(cls)

@@ -1,0 +1,213 @@
+"""core/lean.py's `dataclass` (start-up: no exec'd __repr__/__eq__/__hash__) behaves as dataclasses.dataclass does:
+the same repr, equality, hash (or unhashability), frozenness, fields, replace() and a class's own methods kept."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+
+from logdoctor.core.lean import dataclass as lean
+
+BODIES = {
+    "plain": "    a: int\n    b: list = field(default_factory=list, repr=False)\n    c: int = field(default=0, compare=False)",
+    "default": "    a: int = 1",
+    "empty": "    pass",
+    "own_eq": "    a: int\n    def __eq__(self, o): return True",
+    "own_hash": "    a: int\n    def __hash__(self): return 7",
+    "own_repr": "    a: int\n    def __repr__(self): return 'mine'",
+    "hash_field": "    a: int\n    b: int = field(default=0, hash=False)",
+}
+ARGS = {"plain": (1, [2]), "default": (), "empty": (), "own_eq": (1,), "own_hash": (1,), "own_repr": (1,)}
+OPTIONS = [{}, {"frozen": True}, {"slots": True}, {"frozen": True, "slots": True}]
+
+
+def _pair(options: dict, body: str):
+    out = []
+    for deco in (dataclasses.dataclass, lean):
+        ns: dict = {}
+        exec(f"from __future__ import annotations\nfrom dataclasses import field\nclass C:\n{body}\n", ns)  # noqa: S102
+        out.append(deco(**options)(ns["C"]) if options else deco(ns["C"]))
+    return out
+
+
+def _hash(obj):
+    try:
+        return hash(obj)
+    except TypeError as e:
+        return f"unhashable: {e}"
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "default")
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_same_behaviour_as_dataclasses(options, name):
+    std, ours = _pair(options, BODIES[name])
+    args = ARGS.get(name, (1,))
+    s, o = std(*args), ours(*args)
+    assert repr(s) == repr(o)
+    assert (std.__hash__ is None) == (ours.__hash__ is None)
+    if std.__hash__ is not None and std.__hash__ is not object.__hash__:
+        assert _hash(s) == _hash(o)
+    assert (s == std(*args)) == (o == ours(*args))
+    assert (s == 5) == (o == 5)
+    assert (s != std(*args)) == (o != ours(*args))
+    assert [f.name for f in dataclasses.fields(std)] == [f.name for f in dataclasses.fields(ours)]
+    assert dataclasses.is_dataclass(o)
+    assert dataclasses.asdict(s) == dataclasses.asdict(o)
+    assert repr(dataclasses.replace(s)) == repr(dataclasses.replace(o))
+    assert ours.__repr__.__qualname__ == std.__repr__.__qualname__
+    if options.get("frozen") and args:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            o.a = 3  # type: ignore[misc]
+
+
+def test_unequal_fields_and_other_classes():
+    std, ours = _pair({}, BODIES["plain"])
+    assert ours(1, [2]) != ours(2, [2])
+    assert ours(1, [2], c=5) == ours(1, [2], c=9)  # compare=False is not compared
+    std2, ours2 = _pair({}, BODIES["plain"])
+    assert ours(1, [2]) != ours2(1, [2])  # another class with the same fields: not equal, as the standard one
+
+
+def test_recursive_repr():
+    std, ours = _pair({}, "    a: object = None")
+    s, o = std(), ours()
+    s.a, o.a = s, o
+    assert repr(s) == repr(o) == "C(a=...)"
+
+
+def test_inheriting_a_dataclass_is_refused():
+    _, ours = _pair({}, "    a: int = 1")
+    with pytest.raises(TypeError):
+        lean(type("D", (ours,), {"__annotations__": {"b": "int"}, "b": 2}))
+
+
+INIT_BODY = (
+    "    a: int\n"
+    "    b: list = field(default_factory=list)\n"
+    "    c: int = 3\n"
+    "    d: dict = field(default_factory=dict, init=False)\n"
+    "    e: str = field(default='x', init=False)\n"
+)
+CALLS = [((1,), {}), ((1, [2]), {}), ((1,), {"c": 4}), ((), {"a": 1, "c": 5, "b": [9]}), ((1, [2], 3), {})]
+BAD_CALLS = [((), {}), ((1, [], 3, 4), {}), ((1,), {"a": 2}), ((1,), {"z": 1}), ((1,), {"d": {}})]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "default")
+def test_init_like_dataclasses(options):
+    std, ours = _pair(options, INIT_BODY)
+    for args, kw in CALLS:
+        s, o = std(*args, **kw), ours(*args, **kw)
+        assert repr(s) == repr(o)
+        assert dataclasses.asdict(s) == dataclasses.asdict(o)
+        if not options.get("slots"):
+            assert list(vars(s)) == list(vars(o))  # the same attributes, set in the same order
+    one, two = ours(1), ours(1)
+    assert one.b is not two.b and one.d is not two.d  # a factory per instance
+    for args, kw in BAD_CALLS:
+        with pytest.raises(TypeError):
+            std(*args, **kw)
+        with pytest.raises(TypeError):
+            ours(*args, **kw)
+    assert dataclasses.replace(ours(1), c=7).c == 7
+    assert ours.__match_args__ == std.__match_args__
+    p, q = std.__dataclass_params__, ours.__dataclass_params__
+    assert (p.init, p.repr, p.eq, p.frozen) == (q.init, q.repr, q.eq, q.frozen)
+
+
+def test_post_init_and_own_init_kept():
+    std, ours = _pair(
+        {"frozen": True}, "    a: int\n    def __post_init__(self):\n        object.__setattr__(self, 'a', self.a * 2)"
+    )
+    assert std(2) == std(4 // 2) and ours(2).a == std(2).a == 4
+    _, mine = _pair({}, "    a: int\n    def __init__(self, x):\n        self.a = x + 1")
+    assert mine(1).a == 2
+
+
+@lean
+class _Plain:
+    """Pickled by reference: module-level classes."""
+
+    a: int
+    b: tuple = ()
+
+
+@lean(frozen=True)
+class _Frozen:
+    """Frozen."""
+
+    a: int
+    b: tuple = ()
+
+
+@lean(slots=True)
+class _Slots:
+    """Slots."""
+
+    a: int
+    b: tuple = ()
+
+
+@lean(frozen=True, slots=True)
+class _FrozenSlots:
+    """Frozen, slots."""
+
+    a: int
+    b: tuple = ()
+
+
+@pytest.mark.parametrize("cls", [_Plain, _Frozen, _Slots, _FrozenSlots], ids=lambda c: c.__name__)
+def test_copy_and_pickle(cls):
+    import copy
+
+    o = cls(1, (2,))
+    for again in (copy.copy(o), copy.deepcopy(o), pickle.loads(pickle.dumps(o))):  # noqa: S301 - our own bytes
+        assert again == o and repr(again) == repr(o)
+    if cls.__dataclass_params__.frozen:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del o.a
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            o.b = ()
+        assert hash(o) == hash(cls(1, (2,)))
+
+
+def test_pickles_like_a_dataclass():
+    from logdoctor.verdict.diagnosis import FixStep
+
+    one = FixStep("mem_fraction_static", "--mem-fraction-static", 0.9, 0.85, "less for the KV pool")
+    assert pickle.loads(pickle.dumps(one)) == one  # noqa: S301 - our own bytes
+    assert one != dataclasses.replace(one, to=0.8)
+
+
+def test_explain_path_compiles_no_dataclass_method(tmp_path):
+    """Start-up guard: a dataclass added to explain's import path uses core/lean.dataclass (the standard decorator
+    compiles ~0.9M instructions of source per method). Counted through dataclasses' private `_create_fn`, which
+    Python 3.11/3.12 use for every generated method (skipped where it does not exist)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not hasattr(dataclasses, "_create_fn"):
+        pytest.skip("this Python's dataclasses generate methods another way")
+    log = tmp_path / "a.log"
+    log.write_text("INFO 05-01 10:00:00 api_server.py:1] vLLM API server version 0.8.5\n")
+    probe = (
+        "import dataclasses, sys\n"
+        "seen = []\n"
+        "orig = dataclasses._create_fn\n"
+        "def spy(name, *a, **k):\n"
+        "    seen.append((name, k.get('globals', {}).get('__name__')))\n"
+        "    return orig(name, *a, **k)\n"
+        "dataclasses._create_fn = spy\n"
+        "import atexit\n"
+        "atexit.register(lambda: sys.stderr.write(f'created {len(seen)} {seen}\\n'))\n"
+        "from logdoctor.cli.entry import main\n"
+        f"sys.argv = ['logdoctor', 'explain', '--no-history', {str(log)!r}]\n"
+        "main()\n"
+    )
+    env = dict(os.environ, LOGDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=root, timeout=120)
+    assert "created 0" in r.stderr, r.stderr[-2000:]
