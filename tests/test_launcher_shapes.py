@@ -29,3 +29,12 @@ def test_stream_tag_labels_peel_and_give_the_rank():
 def test_stream_tag_labels_are_not_an_unknown_prefix():
     lines = [f"[gpu-node-03:rank{i % 4}]<stderr>: [2026-12-02 10:00:0{i % 10}] line {i}" for i in range(40)]
     assert wrappers.detect(lines)[1] is None
+
+
+def test_vllm_worker_tags_of_two_words_are_the_engines_own_prefix():
+    """vLLM 0.10's `(VllmWorker TP0 pid=N)` (name, rank word, pid) is the engine's prefix, not an unknown wrapper."""
+    lines = [
+        f"(VllmWorker TP{i % 2} pid=9030{i % 2}) INFO 12-02 14:20:{i % 60:02d} [gpu_model_runner.py:1] line {i}"
+        for i in range(40)
+    ]
+    assert wrappers.detect(lines)[1] is None

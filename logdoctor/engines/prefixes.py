@@ -70,7 +70,7 @@ LEADS: tuple[str, ...] = (
     r"\[TensorRT-LLM\]",
     r"\[TRT-LLM\]",
     r"\[\d\d/\d\d/\d{4}",
-    r"\((?:[\w.:\-]+ )?(?:pid|rank)=",
+    r"\((?:[\w.:\-]+ ){0,2}(?:pid|rank)=",
     r"\([A-Z]\w*[_ ]?\w*\) ",
 )
 _TRT_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "D": "DEBUG", "V": "DEBUG"}
