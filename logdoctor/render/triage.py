@@ -18,6 +18,9 @@ class Format:
     needs_out: bool = False  # a file format: --out is required
     module: str | None = None  # an optional package it imports, and the extra that installs it
     extra: str | None = None
+    # the same text from the run's rows, without the frame (no pandas import), when nothing filters the rows; it
+    # returns None for rows it cannot write as `render` would, and the command then renders the frame
+    from_rows: Callable[..., str | None] | None = None
 
 
 def _table(df, run, width, out):
@@ -32,6 +35,13 @@ def _csv(df, run, width, out):
     buf = io.StringIO()
     report.to_csv(df, buf)
     return buf.getvalue()
+
+
+def _csv_rows(run):
+    from logdoctor.triage import report
+    from logdoctor.triage.analyse import COLUMNS
+
+    return report.rows_csv(run.rows, COLUMNS)
 
 
 def _json(df, run, width, out):
@@ -65,7 +75,7 @@ FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
         Format("table", _table),
-        Format("csv", _csv),
+        Format("csv", _csv, from_rows=_csv_rows),
         Format("json", _json),
         Format("parquet", _parquet, needs_out=True, module="pyarrow", extra="parquet"),
         Format("html", _html, needs_out=True),

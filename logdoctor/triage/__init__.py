@@ -21,13 +21,22 @@ from logdoctor.triage.analyse import COLUMNS
 
 @dataclass
 class TriageRun:
-    """What one run produced, before any filter: the frame and its accounting."""
+    """What one run produced, before any filter: the rows (dicts, one per attempt or input without one, in COLUMNS),
+    their frame and the accounting. The frame is built from the rows when first asked for: an export written from
+    the rows alone (csv) never imports pandas."""
 
-    frame: object  # pandas.DataFrame
+    rows: list[dict] = field(default_factory=list)
     inputs: list[dict] = field(default_factory=list)
     bytes: int = 0
     lines: int = 0
     seconds: float = 0.0
+    _frame: object = field(default=None, repr=False)
+
+    @property
+    def frame(self):  # pandas.DataFrame
+        if self._frame is None:
+            self._frame = _frame(self.rows, self.inputs)
+        return self._frame
 
     @property
     def unreadable(self) -> list[dict]:
@@ -35,8 +44,16 @@ class TriageRun:
 
 
 def run(
-    paths, *, jobs: int | None = None, scheduler=None, year: int | None = None, progress: bool = False
+    paths,
+    *,
+    jobs: int | None = None,
+    scheduler=None,
+    year: int | None = None,
+    progress: bool = False,
+    frame: bool = True,
 ) -> TriageRun:
+    """Triage `paths`. `frame`: build the pandas frame now (its import overlaps the workers' scan); False leaves it
+    to the first use of `TriageRun.frame`, for a caller that may not need it."""
     import time
 
     from logdoctor.core.errors import UsageError
@@ -57,12 +74,12 @@ def run(
             results = runner.run_dask(specs, scheduler, year, cb)
         else:
             # pandas is needed only for the frame at the end: the parent imports it while its workers scan
-            results = runner.run_local(specs, jobs or os.cpu_count() or 1, year, cb, while_waiting=_import_pandas)
+            results = runner.run_local(
+                specs, jobs or os.cpu_count() or 1, year, cb, while_waiting=_import_pandas if frame else None
+            )
     finally:
         if bar:
             bar.close()
-    import pandas as pd
-
     rows: list[dict] = []
     inputs: list[dict] = [
         {"source": p, "member": None, "status": "unreadable", "reason": why, "attempts": 0, "bytes": 0, "lines": 0}
@@ -81,19 +98,23 @@ def run(
             for row in rows:
                 if row["source"] == acc["source"] and row["member"] == acc["member"]:
                     row["reason"] = acc["reason"]
+    out = TriageRun(rows=rows, inputs=inputs, bytes=sum(r.bytes for r in results), lines=sum(r.lines for r in results))
+    if frame:
+        out.frame  # noqa: B018 - built inside the timed run, as before
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _frame(rows: list[dict], inputs: list[dict]):
+    import pandas as pd
+
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["start_time"] = pd.to_datetime(df["start_time"])
     df["confidence"] = df["confidence"].astype("float64")
     for c in ("attempt", "evidence_line", "lines"):
         df[c] = df[c].astype("Int64")
     df.attrs["inputs"] = inputs
-    return TriageRun(
-        frame=df,
-        inputs=inputs,
-        bytes=sum(r.bytes for r in results),
-        lines=sum(r.lines for r in results),
-        seconds=time.perf_counter() - t0,
-    )
+    return df
 
 
 def _import_pandas() -> None:

@@ -138,6 +138,86 @@ def to_csv(df, out) -> None:
     d.to_csv(out, index=False)
 
 
+# the frame's typed columns (triage.run casts them); every other column is text or None
+_INT_COLUMNS = ("attempt", "evidence_line", "lines")
+_FLOAT_COLUMNS = ("confidence",)
+_TIME_COLUMNS = ("start_time",)
+
+
+def rows_csv(rows: list[dict], columns) -> str | None:
+    """The text `to_csv` writes for the frame `triage.run` builds of these rows, written from the rows themselves:
+    a csv export needs no pandas (its import is ~0.7 s of every triage start). It follows pandas' own rules (a
+    missing value is an empty cell, an Int64 cell its digits, a float64 cell its shortest repr, a time column at
+    the finest precision any of its values needs) and writes through the same csv module with the same dialect;
+    None when a cell holds a type whose formatting only pandas can say (the caller then goes through the frame).
+    tests/test_triage_csv.py compares the two on every fixture and on generated archives."""
+    import csv
+
+    times: dict[str, str] = {}
+    for c in _TIME_COLUMNS:
+        precision = _time_format([r.get(c) for r in rows])
+        if precision is None:
+            return None
+        times[c] = precision
+    table: list[list[str]] = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            if v is None:
+                cells.append("")
+            elif c in times:
+                cells.append(_time_cell(v, times[c]))
+            elif c in _INT_COLUMNS:
+                if type(v) is not int:
+                    return None
+                cells.append(str(v))
+            elif c in _FLOAT_COLUMNS:
+                if type(v) not in (float, int) or v != v:
+                    return None
+                cells.append(repr(float(v)))
+            elif isinstance(v, str):
+                cells.append(csv_safe(v))
+            else:
+                return None
+        table.append(cells)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n", delimiter=",", quotechar='"', quoting=csv.QUOTE_MINIMAL, doublequote=True)
+    w.writerow(list(columns))
+    w.writerows(table)
+    return buf.getvalue()
+
+
+def _time_format(values: list) -> str | None:
+    """pandas' precision for a datetime64 column in csv: "date" when every value is a midnight, else "s", "ms" or
+    "us", whichever the finest value needs. None: a value this cannot format as pandas does (not a naive datetime,
+    a year outside 1000..9999)."""
+    from datetime import datetime
+
+    seen = [v for v in values if v is not None]
+    if any(type(v) is not datetime or v.tzinfo is not None or not 1000 <= v.year <= 9999 for v in seen):
+        return None
+    if any(v.microsecond % 1000 for v in seen):
+        return "us"
+    if any(v.microsecond for v in seen):
+        return "ms"
+    if all(v.hour == v.minute == v.second == 0 for v in seen):
+        return "date"
+    return "s"
+
+
+def _time_cell(v, precision: str) -> str:
+    day = f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
+    if precision == "date":
+        return day
+    clock = f"{day} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+    if precision == "us":
+        return f"{clock}.{v.microsecond:06d}"
+    if precision == "ms":
+        return f"{clock}.{v.microsecond // 1000:03d}"
+    return clock
+
+
 def to_json(df, out) -> None:
     recs = json.loads(df.to_json(orient="records", date_format="iso"))
     doc = {"schema": "logdoctor.triage/v1", "attempts": recs, "inputs": df.attrs.get("inputs", [])}

@@ -99,7 +99,7 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
     form = FORMATS[fmt]
     if form.module and importlib.util.find_spec(form.module) is None:
         raise UsageError(f"--format {fmt} needs {form.module}: pip install 'logdoctor[{form.extra}]'")
-    from logdoctor.triage import apply_filters, run
+    from logdoctor.triage import run
 
     if form.needs_out and not out:
         raise UsageError(f"--format {fmt} needs --out FILE")
@@ -112,18 +112,23 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
         from logdoctor.triage.cluster import connect
 
         cluster = connect(scheduler)
+    # every row, unfiltered, in a format that can be written from the rows: no frame, no pandas
+    plain = form.from_rows is not None and s is None and u is None and not hosts and not causes and base is None
     try:
-        res = run(list(paths), jobs=jobs, scheduler=cluster.client if cluster else None, year=year, progress=True)
+        res = run(
+            list(paths),
+            jobs=jobs,
+            scheduler=cluster.client if cluster else None,
+            year=year,
+            progress=True,
+            frame=not plain,
+        )
     finally:
         if cluster is not None:
             cluster.close()
-    df = apply_filters(res.frame, since=s, until=u, hosts=hosts, causes=causes)
-    df.attrs["inputs"] = res.inputs
-    if base is not None:
-        df.attrs["baseline"] = base
-    from logdoctor.render.text import width
-
-    text = form.render(df, res, width() if not out else 110, out)
+    text = form.from_rows(res) if plain and form.from_rows is not None else None
+    if text is None:
+        text = _render(form, res, s, u, hosts, causes, base, out)
     if text is not None:
         _write(text, out)
     if out:
@@ -144,6 +149,18 @@ def _triage(paths, fmt, out, jobs, scheduler, year, since, until, hosts, causes,
         )
         sys.exit(2)
     sys.exit(0)
+
+
+def _render(form, res, since, until, hosts, causes, base, out) -> str | None:
+    """The report through the frame: filtered, with the baseline, rendered by the format's `render`."""
+    from logdoctor.render.text import width
+    from logdoctor.triage import apply_filters
+
+    df = apply_filters(res.frame, since=since, until=until, hosts=hosts, causes=causes)
+    df.attrs["inputs"] = res.inputs
+    if base is not None:
+        df.attrs["baseline"] = base
+    return form.render(df, res, width() if not out else 110, out)
 
 
 def _write(text: str, out: str | None) -> None:
