@@ -20,18 +20,12 @@ from dataclasses import dataclass, field
 from logdoctor.core import rxcache
 from logdoctor.core.records import META, SERVICE, SYSTEMD, Record
 from logdoctor.engines import each
+from logdoctor.timeline import units
 
 FOREIGN = "foreign"  # Record.extra key set on lines of other programs
 
-_UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
-_UNIT_START = rxcache.compile(
-    r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b"
-)
 # a unit name anywhere: its suffix and the name character before it (fixed width, so linear on any line)
 _ANY_UNIT = rxcache.compile(r"[\w@\-\\:]\.(?:service|scope|timer|socket|slice|mount|target)\b")
-_START_DESC = rxcache.compile(
-    r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$"
-)
 # systemd lines about something else than a unit of ours: logind sessions, user managers
 _OTHER_SD = rxcache.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
 # the process names an inference engine runs under (Engine.process_names; Xid/oom-kill lines give the kernel's comm
@@ -74,7 +68,7 @@ class Ownership:
             return True
         if _ANY_UNIT.search(msg) or _OTHER_SD.search(msg):
             return False
-        m = _START_DESC.match(msg)
+        m = units.START_DESC.match(msg)
         if m and self.desc:
             return m.group("desc").rstrip(".") == self.desc
         return m is not None and self.desc is None
@@ -117,31 +111,11 @@ def attribute_kill_reports(kernel: list) -> None:
                 e.values["foreign"] = True
 
 
-def _unit_of(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
-    """The service's unit (the journal field of its processes, else the unit systemd talks about most) and its
-    Description (from "Started U - Desc.")."""
-    units: Counter = Counter()
-    for r in records:
-        if r.transport == SYSTEMD:
-            m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg)
-            if m:
-                units[m.group("unit")] += 1
-    by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in idents)
-    unit = by_field.most_common(1)[0][0] if by_field else units.most_common(1)[0][0] if units else None
-    if unit:
-        for r in records:
-            if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{unit} - " in r.msg:
-                m = _START_DESC.match(r.msg)
-                if m:
-                    return unit, m.group("desc").rstrip(".")
-    return unit, None
-
-
 def ownership(records: list[Record]) -> Ownership:
     """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
     o = Ownership()
     o.idents = _engine_idents(records)
-    o.unit, o.desc = _unit_of(records, o.idents)
+    o.unit, o.desc = units.name(records, o.idents)
     for r in records:
         if r.transport == SERVICE and _mine(o, r, by_pid=False):
             if r.pid is not None:

@@ -3,13 +3,14 @@ or not by the Engine records (engines/): a unit whose name holds an engine's `un
 an engine's prefix or config dump / version banner (`Engine.config_dump`).
 
 The one home of this question. `explain` (timeline.build) reads the part `pick` gives; `triage` (triage.analyse)
-maps over `engine_parts`. A part keeps its unit's service lines (and service lines of no unit), systemd's lines
+maps over `engine_parts`; `name` says a part's unit when no journal field does (timeline.attempts.ownership). A part keeps its unit's service lines (and service lines of no unit), systemd's lines
 about that unit, and every kernel and journal line.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from logdoctor.core import rxcache
@@ -20,6 +21,14 @@ from logdoctor.engines import each
 _UNIT_WORDS = rxcache.compile("|".join(map(re.escape, each("unit_words"))), re.I)
 # an engine's config dump or version banner (Engine.config_dump: the lines an attempt starts with)
 _DUMP = rxcache.compile("|".join(each("config_dump")))
+# systemd's own lines that name a unit: "U.service: Main process exited, …", "Started U - Desc."
+_UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
+_UNIT_START = rxcache.compile(
+    r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b"
+)
+START_DESC = rxcache.compile(
+    r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$"
+)
 
 
 @dataclass(slots=True)
@@ -61,6 +70,26 @@ def pick(records: list[Record]) -> Part:
         return parts[0]
     pool = [p for p in parts if p.engine] or parts
     return max(pool, key=lambda p: p.votes)
+
+
+def name(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
+    """The unit of a part's service (the journal field of its processes `idents`, else the unit systemd's own lines
+    name most: a short-format journal has no field) and its Description (from "Started U - Desc.")."""
+    units: Counter = Counter()
+    for r in records:
+        if r.transport == SYSTEMD:
+            m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg)
+            if m:
+                units[m.group("unit")] += 1
+    by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in idents)
+    unit = by_field.most_common(1)[0][0] if by_field else units.most_common(1)[0][0] if units else None
+    if unit:
+        for r in records:
+            if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{unit} - " in r.msg:
+                m = START_DESC.match(r.msg)
+                if m:
+                    return unit, m.group("desc").rstrip(".")
+    return unit, None
 
 
 def _engine_units(records: list[Record], units) -> set[str]:
