@@ -23,6 +23,7 @@ from logdoctor.matching.verdict import atlas_verdict, decide
 from logdoctor.scan.sources import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.timeline.attempts import outcome, verdict_attempt
 from logdoctor.timeline.build import Attempt, Timeline, build
+from logdoctor.timeline.decisive import error_before_cut
 from logdoctor.verdict import confidence as cf
 from logdoctor.verdict import remedy
 from logdoctor.verdict.defects import engine_defect
@@ -403,12 +404,13 @@ def _hardware_warnings(a: Attempt) -> list[str]:
 
 
 def cut_reason(a: Attempt) -> str | None:
-    """Where the window ends early: inside the decisive traceback, or after a death line whose error is missing."""
+    """Where the window ends early: inside the decisive traceback, or after a death line whose error is missing.
+    A traceback cut after the service already printed its error (decisive.error_before_cut) is no early end."""
     if not a.failed:
         return None
     dec = a.decisive
     if dec is not None and dec.cut is not None:
-        return dec.cut_reason
+        return None if error_before_cut(dec, a) is not None else dec.cut_reason
     if (
         dec is not None
         and not dec.fatal
