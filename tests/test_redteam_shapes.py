@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import logdoctor
 
 VLLM = "/opt/venv/lib/python3.12/site-packages/vllm"
@@ -54,3 +56,40 @@ def test_cut_note_only_when_the_window_ends_before_the_error(tmp_path: Path):
     c = logdoctor.diagnose(cut)
     assert any("final error is not in the window" in n for n in c.notes), c.notes
     assert c.to_dict()["window"]["cut"] and c.confidence < d.confidence
+
+
+def _notes() -> str:
+    """A person's notes on a failed start, in prose, quoting the engine's words inside sentences."""
+    return (
+        "RESULT: the cause was kv_cache_oom, in memory_pool.\n"
+        "The scheduler raised 'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.'\n"
+        "just after the weights loaded (Load weight end, mem usage=40.2 GB) and it did so on each restart; see also\n"
+        "'CUDA out of memory' further up, and the unit ended with status=1/FAILURE.\n"
+        "Plan: lower --mem-fraction-static to 0.85 and retry.\n"
+    )
+
+
+def test_a_notes_file_is_no_engine_failure(tmp_path: Path):
+    """A file of prose (no line with a time, level, prefix or journal field, none starting as a program's output
+    does) is no engine failure, whatever it quotes: explain reads no failure, triage skips it as not a log, while
+    the same words written as the engine writes them still fail."""
+    pd = pytest.importorskip("pandas")  # noqa: F841  (triage's frame)
+    from logdoctor.triage import run
+
+    folder = tmp_path / "case"
+    folder.mkdir()
+    (folder / "NOTES.txt").write_text(_notes())
+    d = logdoctor.diagnose(folder / "NOTES.txt")
+    assert not d.failed and d.cause is None
+    res = run([str(folder)], jobs=1)
+    inputs = {Path(i["source"]).name: i for i in res.inputs}
+    assert inputs["NOTES.txt"]["status"] == "skipped", inputs
+    assert res.frame.empty or (res.frame["outcome"] != "failed").all()
+    raw = tmp_path / "raw.log"  # a bare traceback paste: no fields either, but a program's output
+    raw.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 2871, in run_scheduler_process\n'
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
+    )
+    assert logdoctor.diagnose(raw).failed

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from logdoctor.core import rxcache
-from logdoctor.core.records import META, SERVICE, SYSTEMD, Record
+from logdoctor.core.records import META, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.engines import each
 from logdoctor.timeline import units
 
@@ -37,6 +37,30 @@ _ENGINE_COMM = rxcache.compile("|".join(each("process_names") + (r"ray::", r"ray
 STARTS: tuple[str, ...] = each("config_dump")
 BOOT = "-- Boot"
 _CONFIG = rxcache.compile("|".join(STARTS))
+
+
+# what only a program writes at the start of a message: a traceback and its frames, an exception or a C++ abort, an
+# error report of the runtime (a notes file or a README quotes these inside its prose, never at a line's start)
+_PROGRAM_LINE = rxcache.compile(
+    r"^(?:Traceback \(most recent call last\)|\s*File \"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|"
+    r"terminate called|\s*what\(\):|Fatal Python error|Segmentation fault|Aborted|Killed\b|"
+    r"(?:CUDA|NCCL|Cuda|cuda)\b.{0,40}(?:error|failure|failed)|\*\*\* |#\d+ |\s+at )"
+)
+
+
+def written_by_a_program(records: list[Record]) -> bool:
+    """Some line of the window is a program's: it carries a log format's fields (a time, a level, a host, unit or
+    pid, an engine or wrapper prefix, a rank), came from systemd, the kernel or journalctl, or starts the way only
+    a program's output does (a traceback, an exception, an abort, a config dump). False for prose, such as a note
+    that retells a crash in words, which is then no engine failure, whatever words it quotes."""
+    for r in records:
+        if r.transport != SERVICE or r.ts is not None or r.engine_ts or r.level or r.prefix_engine or kernel_sourced(r):
+            return True
+        if r.ident or r.unit or r.host or r.pid is not None or r.rank or r.proc or r.extra.get("wrapper"):
+            return True
+        if _PROGRAM_LINE.match(r.msg) or _CONFIG.search(r.msg[:200]):
+            return True
+    return False
 
 
 @dataclass
@@ -114,6 +138,10 @@ def attribute_kill_reports(kernel: list) -> None:
 def ownership(records: list[Record]) -> Ownership:
     """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
     o = Ownership()
+    if not written_by_a_program(records):  # prose (a note retelling a crash): no line is the service's
+        for r in records:
+            r.extra[FOREIGN] = "1"
+        return o
     o.idents = _engine_idents(records)
     o.unit, o.desc = units.name(records, o.idents)
     for r in records:
