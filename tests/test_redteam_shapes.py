@@ -93,3 +93,90 @@ def test_a_notes_file_is_no_engine_failure(tmp_path: Path):
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n"
     )
     assert logdoctor.diagnose(raw).failed
+
+
+UNIT = "chat-node.service"
+
+
+def _restart_loop(timer: bool = False) -> list[str]:
+    """`journalctl -o short` of an SGLang unit that restarts: a first attempt killed while serving, then two that
+    run out of memory sizing the pool. `timer`: a health-check oneshot unit starts and ends every few lines (named
+    by systemd more often than the engine's unit)."""
+    out: list[str] = []
+    n = 0
+
+    def add(who: str, msg: str) -> None:
+        nonlocal n
+        n += 1
+        out.append(f"Aug 21 06:{n // 60:02d}:{n % 60:02d} infer-12 {who}: {msg}")
+        if timer and n % 5 == 0:
+            for m in ("Starting gpu-probe.service - GPU probe...", "gpu-probe.service: Deactivated successfully."):
+                n += 1
+                out.append(f"Aug 21 06:{n // 60:02d}:{n % 60:02d} infer-12 systemd[1]: {m}")
+
+    for k, fail in enumerate((False, True, True)):
+        pid = f"python3[{7100 + k}]"
+        add("systemd[1]", f"Started {UNIT} - Chat node.")
+        add(
+            pid,
+            "[2026-08-21 06:00:01] server_args=ServerArgs(model_path='/w/q14', tp_size=1, port=30500, "
+            "mem_fraction_static=0.91)",
+        )
+        add(pid, "[2026-08-21 06:00:02 TP0] Load weight begin. avail mem=78.20 GB")
+        add(
+            pid,
+            "[2026-08-21 06:00:09 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=50.40 GB, mem usage=27.80 GB.",
+        )
+        if fail:
+            add(pid, "[2026-08-21 06:00:10 TP0] Scheduler hit an exception: Traceback (most recent call last):")
+            add(
+                pid,
+                '  File "/usr/lib/python3/dist-packages/sglang/srt/managers/scheduler.py", line 2871, in '
+                "run_scheduler_process",
+            )
+            add(
+                pid, "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)"
+            )
+            add(pid, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+            add("systemd[1]", f"{UNIT}: Main process exited, code=exited, status=1/FAILURE")
+        else:
+            add(pid, "[2026-08-21 06:00:12 TP0] KV Cache is allocated. #tokens: 301221, K size: 8.1 GB, V size: 8.1 GB")
+            add(pid, "[2026-08-21 06:00:15] The server is fired up and ready to roll!")
+            add("systemd[1]", f"{UNIT}: Main process exited, code=killed, status=9/KILL")
+        add("systemd[1]", f"{UNIT}: Failed with result '{'exit-code' if fail else 'signal'}'.")
+        add("systemd[1]", f"{UNIT}: Scheduled restart job, restart counter is at {k + 1}.")
+        add("systemd[1]", f"Stopped {UNIT} - Chat node.")
+    return out
+
+
+def test_each_started_line_opens_its_attempt_beside_a_chattier_unit(tmp_path: Path):
+    """A restart loop in short format, with a oneshot probe unit that systemd names more often than the engine's:
+    every attempt starts at its own unit's "Started" line (not one line later, not at the probe's start), and
+    triage names the engine's unit."""
+    for timer in (False, True):
+        lines = _restart_loop(timer)
+        p = tmp_path / f"loop-{timer}.log"
+        p.write_text("\n".join(lines) + "\n")
+        started = [i for i, l in enumerate(lines, 1) if f"Started {UNIT}" in l]
+        d = logdoctor.diagnose(p)
+        assert [a["started_line"] for a in d.attempts] == started, (timer, d.attempts)
+        assert [a["outcome"] for a in d.attempts] == ["failed"] * 3
+        assert d.cause == "kv_cache_oom"
+    pytest.importorskip("pandas")
+    from logdoctor.triage import run
+
+    rows = run([str(p)], jobs=1).frame
+    assert set(rows["unit"]) == {UNIT}
+    assert list(rows["attempt"]) == [1, 2, 3]
+
+
+def test_a_blank_first_line_is_no_attempt(tmp_path: Path):
+    lines = _restart_loop()
+    p = tmp_path / "blank-first.log"
+    p.write_text("\n\n" + "\n".join(lines) + "\n")
+    d = logdoctor.diagnose(p)
+    assert (
+        len(d.attempts) == 3
+        and d.attempts[1]["started_line"] == 2 + lines.index(next(l for l in lines[1:] if f"Started {UNIT}" in l)) + 1
+    )

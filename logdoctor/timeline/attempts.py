@@ -239,8 +239,8 @@ class _Cutter:
         """Record `r` is now part of the current attempt."""
         if r.transport == SYSTEMD and _SD_STARTED.match(r.msg) and self.own.own_systemd(r.msg, r.unit):
             self.has_start = True
-        if r.transport != SERVICE or r.extra.get(FOREIGN):
-            return
+        if r.transport != SERVICE or r.extra.get(FOREIGN) or not r.msg.strip():
+            return  # a blank line (a paste's first line, a quote's empty line) is nobody's: no attempt of its own
         self.has_own = True
         if _CONFIG.search(r.msg):
             self.seen_config = True
@@ -277,7 +277,7 @@ def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
 
 
 def _own_service(chunk: list[Record]) -> bool:
-    return any(x.transport == SERVICE and not x.extra.get(FOREIGN) for x in chunk)
+    return any(x.transport == SERVICE and not x.extra.get(FOREIGN) and x.msg.strip() for x in chunk)
 
 
 def outcome(a) -> str:

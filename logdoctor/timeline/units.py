@@ -26,6 +26,11 @@ _UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
 _UNIT_START = rxcache.compile(
     r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b"
 )
+_UNIT_END = rxcache.compile(r"^(?:Finished|Stopped|Failed to start) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer))\b")
+_ENDED = rxcache.compile(
+    r"^(?:Finished|Stopped|Failed to start) |: (?:Deactivated successfully|Main process exited|Failed with result|"
+    r"Succeeded|Consumed )"
+)
 START_DESC = rxcache.compile(
     r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$"
 )
@@ -73,16 +78,17 @@ def pick(records: list[Record]) -> Part:
 
 
 def name(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
-    """The unit of a part's service (the journal field of its processes `idents`, else the unit systemd's own lines
-    name most: a short-format journal has no field) and its Description (from "Started U - Desc.")."""
-    units: Counter = Counter()
-    for r in records:
-        if r.transport == SYSTEMD:
-            m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg)
-            if m:
-                units[m.group("unit")] += 1
+    """The unit of a part's service and its Description (from "Started U - Desc."): the journal field of its
+    processes `idents`; a short-format journal has none, so then the unit systemd had started (and not yet seen
+    end) when the service printed its config dump, each time it did; else the unit systemd's own lines name most.
+    (A timer's oneshot unit that runs every minute is named more often than the engine's, but it has ended before
+    the engine starts.)"""
     by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in idents)
-    unit = by_field.most_common(1)[0][0] if by_field else units.most_common(1)[0][0] if units else None
+    if by_field:
+        unit: str | None = by_field.most_common(1)[0][0]
+    else:
+        launched, named = _launches(records, idents)
+        unit = (launched or named).most_common(1)[0][0] if (launched or named) else None
     if unit:
         for r in records:
             if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{unit} - " in r.msg:
@@ -90,6 +96,30 @@ def name(records: list[Record], idents: set[str]) -> tuple[str | None, str | Non
                 if m:
                     return unit, m.group("desc").rstrip(".")
     return unit, None
+
+
+def _launches(records: list[Record], idents: set[str]) -> tuple[Counter, Counter]:
+    """Per unit: how often it was the latest unit systemd started and had not seen end when the service printed a
+    config dump (its launch), and how often systemd's lines name it."""
+    launched: Counter = Counter()
+    named: Counter = Counter()
+    running: list[str] = []  # units started and not ended, in start order
+    for r in records:
+        if r.transport == SYSTEMD:
+            m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg) or _UNIT_END.match(r.msg)
+            if not m:
+                continue
+            u = m.group("unit")
+            named[u] += 1
+            if u in running:
+                running.remove(u)
+            if r.msg.startswith(("Started ", "Starting ")):
+                running.append(u)
+            elif not _ENDED.search(r.msg):
+                running.append(u)  # another line about a running unit ("U: Consumed …" is said at its end)
+        elif r.transport == SERVICE and running and (not idents or r.ident in idents) and _DUMP.search(r.msg):
+            launched[running[-1]] += 1
+    return launched, named
 
 
 def _engine_units(records: list[Record], units) -> set[str]:
