@@ -171,6 +171,28 @@ def test_each_started_line_opens_its_attempt_beside_a_chattier_unit(tmp_path: Pa
     assert list(rows["attempt"]) == [1, 2, 3]
 
 
+def _quoted(lines: list[str]) -> str:
+    """A chat message: the sender's words, then the log quoted ("> ", deeper ">> " for its second half, an empty
+    quote line between), then more words."""
+    half = len(lines) // 2
+    body = [("> " if i < half else ">> ") + l for i, l in enumerate(lines)]
+    body.insert(half, ">")
+    return "this is what the node printed overnight, any idea?\n\n" + "\n".join(body) + "\n\nthanks!\n"
+
+
+def test_a_quoted_paste_reads_as_the_log_it_quotes(tmp_path: Path):
+    """Every line of the log quoted with "> " or ">> ": the quote marks are peeled before the journal prefix (the
+    traceback's own indentation kept), the sender's words are not the log, and the verdict is the unquoted one's."""
+    lines = _restart_loop()
+    plain, quoted = tmp_path / "plain.log", tmp_path / "quoted.txt"
+    plain.write_text("\n".join(lines) + "\n")
+    quoted.write_text(_quoted(lines))
+    a, b = logdoctor.diagnose(plain), logdoctor.diagnose(quoted)
+    assert b.failed and (b.cause, b.phase, b.rule) == (a.cause, a.phase, a.rule)
+    assert len(b.attempts) == len(a.attempts) == 3
+    assert b.confidence == a.confidence
+
+
 def test_a_blank_first_line_is_no_attempt(tmp_path: Path):
     lines = _restart_loop()
     p = tmp_path / "blank-first.log"
