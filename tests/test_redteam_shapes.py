@@ -202,3 +202,31 @@ def test_a_blank_first_line_is_no_attempt(tmp_path: Path):
         len(d.attempts) == 3
         and d.attempts[1]["started_line"] == 2 + lines.index(next(l for l in lines[1:] if f"Started {UNIT}" in l)) + 1
     )
+
+
+def test_a_restart_loop_cut_inside_its_last_traceback_repeats_the_earlier_failure(tmp_path: Path):
+    """The window ends inside the last attempt's traceback, before its exception line; an earlier attempt of the
+    same configuration died in the same phase with the whole traceback through the same frames: the loop repeats
+    that failure (its rule, its evidence, the cut note, a lowered confidence), in explain and triage alike. With a
+    changed configuration, or frames elsewhere, nothing carries over."""
+    lines = _restart_loop()
+    last = max(i for i, l in enumerate(lines) if f"Started {UNIT}" in l)
+    tb = next(i for i in range(last, len(lines)) if "Traceback" in lines[i])
+    p = tmp_path / "loop-cut.log"
+    p.write_text("\n".join(lines[: tb + 3]) + "\n")
+    d = logdoctor.diagnose(p)
+    assert (d.failed, d.cause, d.phase, d.attempt_index) == (True, "kv_cache_oom", "memory_pool", 2)
+    assert d.evidence and d.evidence[0].line < tb + 1  # quoted from the attempt whose traceback is whole
+    assert any("not in the window" in n for n in d.notes) and any("from attempt 2" in n for n in d.notes)
+    pytest.importorskip("pandas")
+    from logdoctor.triage import run
+
+    rows = run([str(p)], jobs=1).frame.sort_values("attempt")
+    assert list(rows["cause"])[-1] == "kv_cache_oom"
+    changed = [
+        l.replace("mem_fraction_static=0.91", "mem_fraction_static=0.8") if i > last else l
+        for i, l in enumerate(lines[: tb + 3])
+    ]
+    q = tmp_path / "loop-cut-changed.log"
+    q.write_text("\n".join(changed) + "\n")
+    assert logdoctor.diagnose(q).cause == "unknown"
