@@ -230,3 +230,29 @@ def test_a_restart_loop_cut_inside_its_last_traceback_repeats_the_earlier_failur
     q = tmp_path / "loop-cut-changed.log"
     q.write_text("\n".join(changed) + "\n")
     assert logdoctor.diagnose(q).cause == "unknown"
+
+
+def _older_systemd(lines: list[str]) -> list[str]:
+    """The same loop as a systemd before v236 words it: "main process exited", "holdoff time over, scheduling
+    restart.", "Unit U entered failed state."."""
+    out = []
+    for l in lines:
+        head, _, msg = l.partition("systemd[1]: ")
+        if not msg:
+            out.append(l)
+        elif "Scheduled restart job" in msg:
+            out.append(f"{head}systemd[1]: {UNIT} holdoff time over, scheduling restart.")
+        elif "Failed with result" in msg:
+            out.append(f"{head}systemd[1]: Unit {UNIT} entered failed state.")
+        else:
+            out.append(l.replace("Main process exited", "main process exited"))
+    return out
+
+
+def test_an_older_systemd_restart_loop_starts_each_attempt_at_its_started_line(tmp_path: Path):
+    lines = _older_systemd(_restart_loop())
+    p = tmp_path / "loop-old-systemd.log"
+    p.write_text("\n".join(lines) + "\n")
+    d = logdoctor.diagnose(p)
+    assert [a["started_line"] for a in d.attempts] == [i for i, l in enumerate(lines, 1) if f"Started {UNIT}" in l]
+    assert d.cause == "kv_cache_oom"

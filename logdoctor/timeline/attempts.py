@@ -192,7 +192,12 @@ def _mine(o: Ownership, r: Record, by_pid: bool) -> bool:
 
 
 _SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
-_SD_EXIT = rxcache.compile(r"Main process exited, code=|Scheduled restart job, restart counter is at")
+# the unit's process is gone: systemd's words now, and before v236 ("main process exited", "holdoff time over,
+# scheduling restart", "entered failed state"), as an older host still logs them
+_SD_EXIT = rxcache.compile(
+    r"[Mm]ain process exited, code=|Scheduled restart job, restart counter is at|holdoff time over, scheduling restart|"
+    r"Failed with result '|entered failed state"
+)
 
 
 @dataclass(slots=True)
