@@ -40,6 +40,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
         "timeline.build",
         "timeline.phases",
         "timeline.attempts",
+        "timeline.units",
         "timeline.decisive",
         "timeline.serving",
         "verdict.defects",

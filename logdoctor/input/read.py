@@ -130,6 +130,9 @@ class _LineReader:
         self.stats = Stats()
         self.records: list[Record] = sink if sink is not None else []
         self.unparsed: list[Unparsed] = []
+        self.quote = wrappers.quote(head)  # a log pasted as an e-mail / chat quote: its marks go first
+        if self.quote is not None:
+            head = [self.quote.sub("", l, count=1) for l in head]
         self.compose_names = _compose_names(head)
         wrap_kinds, self.stats.unknown_prefix = wrappers.detect(head)
         if self.compose_names:
@@ -150,6 +153,11 @@ class _LineReader:
         stats.read += 1
         line, frames = clean(raw.rstrip("\n"))
         stats.collapsed_frames += frames
+        if self.quote is not None:  # a quoted log: a line outside the quote is the sender's own words
+            line, quoted = self.quote.subn("", line, count=1)
+            if not quoted and line.strip():
+                self._unparsed(i, line, "outside the quoted log")
+                return
         if line.endswith("\r"):
             line = line.rstrip("\r")
         if mostly_control(line):

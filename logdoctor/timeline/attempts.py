@@ -19,20 +19,14 @@ from dataclasses import field
 
 from logdoctor.core import rxcache
 from logdoctor.core.lean import dataclass
-from logdoctor.core.records import META, SERVICE, SYSTEMD, Record
+from logdoctor.core.records import META, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.engines import each
+from logdoctor.timeline import units
 
 FOREIGN = "foreign"  # Record.extra key set on lines of other programs
 
-_UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
-_UNIT_START = rxcache.compile(
-    r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b"
-)
 # a unit name anywhere: its suffix and the name character before it (fixed width, so linear on any line)
 _ANY_UNIT = rxcache.compile(r"[\w@\-\\:]\.(?:service|scope|timer|socket|slice|mount|target)\b")
-_START_DESC = rxcache.compile(
-    r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$"
-)
 # systemd lines about something else than a unit of ours: logind sessions, user managers
 _OTHER_SD = rxcache.compile(r"Session \d+ of User|User Manager for UID|user@\d+|user-runtime-dir|Daily |Cleanup of ")
 # the process names an inference engine runs under (Engine.process_names; Xid/oom-kill lines give the kernel's comm
@@ -44,6 +38,30 @@ _ENGINE_COMM = rxcache.compile("|".join(each("process_names") + (r"ray::", r"ray
 STARTS: tuple[str, ...] = each("config_dump")
 BOOT = "-- Boot"
 _CONFIG = rxcache.compile("|".join(STARTS))
+
+
+# what only a program writes at the start of a message: a traceback and its frames, an exception or a C++ abort, an
+# error report of the runtime (a notes file or a README quotes these inside its prose, never at a line's start)
+_PROGRAM_LINE = rxcache.compile(
+    r"^(?:Traceback \(most recent call last\)|\s*File \"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|"
+    r"terminate called|\s*what\(\):|Fatal Python error|Segmentation fault|Aborted|Killed\b|"
+    r"(?:CUDA|NCCL|Cuda|cuda)\b.{0,40}(?:error|failure|failed)|\*\*\* |#\d+ |\s+at )"
+)
+
+
+def written_by_a_program(records: list[Record]) -> bool:
+    """Some line of the window is a program's: it carries a log format's fields (a time, a level, a host, unit or
+    pid, an engine or wrapper prefix, a rank), came from systemd, the kernel or journalctl, or starts the way only
+    a program's output does (a traceback, an exception, an abort, a config dump). False for prose, such as a note
+    that retells a crash in words, which is then no engine failure, whatever words it quotes."""
+    for r in records:
+        if r.transport != SERVICE or r.ts is not None or r.engine_ts or r.level or r.prefix_engine or kernel_sourced(r):
+            return True
+        if r.ident or r.unit or r.host or r.pid is not None or r.rank or r.proc or r.extra.get("wrapper"):
+            return True
+        if _PROGRAM_LINE.match(r.msg) or _CONFIG.search(r.msg[:200]):
+            return True
+    return False
 
 
 @dataclass
@@ -75,7 +93,7 @@ class Ownership:
             return True
         if _ANY_UNIT.search(msg) or _OTHER_SD.search(msg):
             return False
-        m = _START_DESC.match(msg)
+        m = units.START_DESC.match(msg)
         if m and self.desc:
             return m.group("desc").rstrip(".") == self.desc
         return m is not None and self.desc is None
@@ -118,31 +136,15 @@ def attribute_kill_reports(kernel: list) -> None:
                 e.values["foreign"] = True
 
 
-def _unit_of(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
-    """The service's unit (the journal field of its processes, else the unit systemd talks about most) and its
-    Description (from "Started U - Desc.")."""
-    units: Counter = Counter()
-    for r in records:
-        if r.transport == SYSTEMD:
-            m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg)
-            if m:
-                units[m.group("unit")] += 1
-    by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in idents)
-    unit = by_field.most_common(1)[0][0] if by_field else units.most_common(1)[0][0] if units else None
-    if unit:
-        for r in records:
-            if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{unit} - " in r.msg:
-                m = _START_DESC.match(r.msg)
-                if m:
-                    return unit, m.group("desc").rstrip(".")
-    return unit, None
-
-
 def ownership(records: list[Record]) -> Ownership:
     """Find the service's unit, identifiers and pids, and mark every line of another program FOREIGN."""
     o = Ownership()
+    if not written_by_a_program(records):  # prose (a note retelling a crash): no line is the service's
+        for r in records:
+            r.extra[FOREIGN] = "1"
+        return o
     o.idents = _engine_idents(records)
-    o.unit, o.desc = _unit_of(records, o.idents)
+    o.unit, o.desc = units.name(records, o.idents)
     for r in records:
         if r.transport == SERVICE and _mine(o, r, by_pid=False):
             if r.pid is not None:
@@ -191,7 +193,12 @@ def _mine(o: Ownership, r: Record, by_pid: bool) -> bool:
 
 
 _SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
-_SD_EXIT = rxcache.compile(r"Main process exited, code=|Scheduled restart job, restart counter is at")
+# the unit's process is gone: systemd's words now, and before v236 ("main process exited", "holdoff time over,
+# scheduling restart", "entered failed state"), as an older host still logs them
+_SD_EXIT = rxcache.compile(
+    r"[Mm]ain process exited, code=|Scheduled restart job, restart counter is at|holdoff time over, scheduling restart|"
+    r"Failed with result '|entered failed state"
+)
 
 
 @dataclass(slots=True)
@@ -238,8 +245,8 @@ class _Cutter:
         """Record `r` is now part of the current attempt."""
         if r.transport == SYSTEMD and _SD_STARTED.match(r.msg) and self.own.own_systemd(r.msg, r.unit):
             self.has_start = True
-        if r.transport != SERVICE or r.extra.get(FOREIGN):
-            return
+        if r.transport != SERVICE or r.extra.get(FOREIGN) or not r.msg.strip():
+            return  # a blank line (a paste's first line, a quote's empty line) is nobody's: no attempt of its own
         self.has_own = True
         if _CONFIG.search(r.msg):
             self.seen_config = True
@@ -276,7 +283,7 @@ def split(records: list[Record], markers, own: Ownership) -> list[list[Record]]:
 
 
 def _own_service(chunk: list[Record]) -> bool:
-    return any(x.transport == SERVICE and not x.extra.get(FOREIGN) for x in chunk)
+    return any(x.transport == SERVICE and not x.extra.get(FOREIGN) and x.msg.strip() for x in chunk)
 
 
 def outcome(a) -> str:

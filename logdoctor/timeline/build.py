@@ -22,7 +22,7 @@ from logdoctor.engines import detect as engine_detect
 from logdoctor.engines import markers as mk
 from logdoctor.timeline import attempts as att
 from logdoctor.timeline import decisive as dcs
-from logdoctor.timeline import phases, serving
+from logdoctor.timeline import phases, serving, units
 from logdoctor.timeline.blocks import Block, assemble
 from logdoctor.timeline.config import Config, extract_config
 
@@ -249,36 +249,17 @@ class Timeline:
     attempts: list[Attempt]
     records: list[Record]
     start_seen: bool
+    unit: str | None = None  # the service's unit, when the window names it (a journal field or systemd's lines)
 
     @property
     def last(self) -> Attempt:
         return self.attempts[-1]
 
 
-def select_unit(records: list[Record]) -> tuple[list[Record], str | None]:
-    """A whole journal (no --unit) mixes services: keep the one that looks like an inference engine, plus the
-    kernel, journalctl's separators and systemd's lines about that unit."""
-    votes: dict[str, int] = {}
-    for r in records:
-        if r.transport == SERVICE and r.unit:
-            votes[r.unit] = votes.get(r.unit, 0) + (2 if r.prefix_engine else 0) + 1
-    if len(votes) < 2:
-        return records, None
-    unit = max(votes, key=lambda u: votes[u])
-    base = unit.removesuffix(".service")
-
-    def keep(r: Record) -> bool:
-        if r.transport == SERVICE:
-            return r.unit in (unit, None)
-        if r.transport == SYSTEMD:
-            return r.unit == unit or base in r.msg
-        return True
-
-    return [r for r in records if keep(r)], unit
-
-
 def build(records: list[Record], engine: str = "auto") -> Timeline:
-    records, _unit = select_unit(records)
+    # a whole journal (no --unit) mixes services: the engine's unit, with the kernel's, journalctl's and systemd's
+    # lines about it (timeline.units, where triage splits the same journal)
+    records = units.pick(records).records
     eng, version = engine_detect.detect(records, engine)
     # an unrecognised engine still gets the phases every engine shares (uvicorn's ready line, graph capture, ...)
     tables = _TABLES.get(eng) or _FALLBACK
@@ -291,7 +272,12 @@ def build(records: list[Record], engine: str = "auto") -> Timeline:
     for a in attempts[1:]:
         a.start_seen = True
     return Timeline(
-        engine=eng, engine_version=version, attempts=attempts, records=records, start_seen=attempts[0].start_seen
+        engine=eng,
+        engine_version=version,
+        attempts=attempts,
+        records=records,
+        start_seen=attempts[0].start_seen,
+        unit=own.unit,
     )
 
 

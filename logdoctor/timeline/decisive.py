@@ -182,6 +182,21 @@ def compute(a, ready_line: int = 0) -> Decisive:
     return d
 
 
+def error_before_cut(d: Decisive, a) -> int | None:
+    """The line of an error the service reported before the traceback the window cut, with no phase marker between
+    the two: a traceback ending in its exception, an exception line or a CUDA/NCCL error line of its own, a fatal
+    precursor. The cut traceback is then a second report of the same death (a parent process re-raising what its
+    child printed whole): the final error IS in the window. None when there is no such line (or no cut)."""
+    if d.cut is None:
+        return None
+    start = d.cut.first_line
+    since = max((e.line for e in a.events if e.kind == "marker" and e.line < start), default=0)
+    lines = [b.last_line for b in d.fatal if b is not d.cut]
+    lines += [n for n, t in d.errors if _EXC_LINE.match(t) or is_bare_fatal(t)]
+    lines += [n for n, _, _ in precursors(a.records)]
+    return max((n for n in lines if since < n < start), default=None)
+
+
 def _read_block(d: Decisive, b) -> None:
     """A decisive block's errors, its root (inner) and final (wrapper) exception, and errors wrapped in messages."""
     done = [s for s in b.sections if s.exc_type or s.exc_msg]

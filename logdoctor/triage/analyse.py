@@ -2,7 +2,8 @@
 
 The rows come from `logdoctor.verdict.api.diagnose_timeline` per attempt (each attempt diagnosed as the most recent one of
 the window up to it, so the fix planner still sees what earlier attempts tried); nothing here re-decides a cause.
-A journal (or a text journal of several services) is split by unit first, then by attempt.
+A journal (or a text journal of several services) is split by unit first (timeline.units: the engine units'
+parts), then by attempt.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections import Counter
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from logdoctor.core.records import SERVICE, SYSTEMD, ReadResult, Record, Stats, kernel_sourced
+from logdoctor.core.records import SERVICE, ReadResult, Record, Stats, kernel_sourced
 from logdoctor.core.vocab import XID_APP
-from logdoctor.engines import each
+from logdoctor.timeline import units
 from logdoctor.timeline.attempts import outcome as attempt_outcome
 from logdoctor.verdict import signature as failure
 from logdoctor.verdict.signature import signature
@@ -54,8 +55,6 @@ _HW = re.compile(
     r"NVRM: Xid|fallen off the bus|\bECC\b|[Uu]ncorrectable|[Rr]ow remap|GPU is lost|GSP .*(?:timeout|error)"
 )
 _XID_CODE = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
-# a unit named after a registered engine (Engine.unit_words), or after serving a model in general
-_ENGINE_UNIT = re.compile("|".join(map(re.escape, each("unit_words") + ("llm", "inference", "serve"))), re.I)
 
 
 @lru_cache(maxsize=1)
@@ -103,7 +102,8 @@ def analyse_records(
 
     rules, classifier = _pipeline()
     rows = []
-    for unit, recs in split_units(records):
+    for part in units.engine_parts(records):  # one part per engine unit of a journal of several services
+        recs = part.records
         tl = build(recs, _own_engine(recs, min_start))
         if (
             tl.engine == "unknown"
@@ -123,9 +123,10 @@ def analyse_records(
                 attempts=tl.attempts[: i + 1],
                 records=recs,
                 start_seen=tl.start_seen,
+                unit=tl.unit,
             )
             d = diagnose_timeline(sub, res, rules, classifier=classifier)
-            rows.append(_row(d, a, i, unit, meta))
+            rows.append(_row(d, a, i, part.unit or tl.unit, meta) | {"_part": part.unit})
     return rows
 
 
@@ -138,31 +139,6 @@ def _own_engine(recs: list[Record], min_start: int) -> str:
 
     own, _ = detect([r for r in recs if r.line >= min_start])
     return own if own != "unknown" else "auto"
-
-
-def split_units(records: list[Record]) -> list[tuple[str | None, list[Record]]]:
-    """A journal of several services → one record list per engine-like unit (kernel and journal lines go with
-    every unit; systemd's lines with the unit they name). One or no unit: the records as they are."""
-    units = Counter(r.unit for r in records if r.transport == SERVICE and r.unit)
-    if len(units) < 2:
-        return [(next(iter(units), None), records)]
-    engine_units = [u for u in units if _ENGINE_UNIT.search(u) or any(r.unit == u and r.prefix_engine for r in records)]
-    out: list[tuple[str | None, list[Record]]] = []
-    for u in sorted(engine_units or units):
-        base = u.removesuffix(".service")
-        keep = [
-            r
-            for r in records
-            if (
-                r.unit == u
-                if r.transport == SERVICE
-                else (r.unit == u or base in r.msg)
-                if r.transport == SYSTEMD
-                else True
-            )
-        ]
-        out.append((u, keep))
-    return out
 
 
 def _fix_years(records: list[Record], meta: dict) -> None:
@@ -221,8 +197,9 @@ def _row(d, a, index: int, unit: str | None, meta: dict) -> dict:
 
 
 def _row_unit(a, unit: str | None) -> str | None:
-    """The unit a row names: the one the journal was split by, else the attempt's own service unit or, lacking
-    one, its service identifier (a plain file carries no unit field)."""
+    """The unit a row names: the one the journal was split by or the timeline's (a journal field, else the unit
+    systemd's own lines name: "Started X.service", "X.service: Main process exited"), else the attempt's own
+    service unit or, lacking any, its service identifier (a plain file carries no unit field)."""
     return (
         unit
         or next((r.unit for r in a.records if r.transport == SERVICE and r.unit), None)

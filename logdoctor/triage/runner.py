@@ -13,7 +13,7 @@ import re
 import stat
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -201,8 +201,10 @@ def _one_log(spec: InputSpec, log: LogStream, out: TaskResult, year: int | None)
     stopped = log.opened.stopped if log.opened else None
     if stopped and reason is None:
         reason = stopped + (f"; {len(rows)} attempts read before it" if rows else "")
-    for i, r in enumerate(rows, 1):  # attempts numbered per log, oldest first
-        r["attempt"] = i
+    counts: Counter = Counter()
+    for r in rows:  # attempts numbered per log (per unit of a journal of several services), oldest first
+        counts[r.get("_part")] += 1
+        r["attempt"] = counts[r.pop("_part", None)]
         r.pop("_start", None)
     notes = (log.opened.notes if log.opened else []) + policy.notes
     out.bytes += stats.bytes
@@ -311,6 +313,7 @@ def looks_like_log(head: bytes) -> bool:
 def _clean(rows: list[dict]) -> list[dict]:
     for r in rows:
         r.pop("_start", None)
+        r.pop("_part", None)
     return rows
 
 

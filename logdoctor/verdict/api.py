@@ -23,6 +23,7 @@ from logdoctor.matching.verdict import atlas_verdict, decide
 from logdoctor.scan.sources import read_any  # noqa: F401 - the read stage; re-exported for callers of api.read_any
 from logdoctor.timeline.attempts import outcome, verdict_attempt
 from logdoctor.timeline.build import Attempt, Timeline, build
+from logdoctor.timeline.decisive import error_before_cut
 from logdoctor.verdict import confidence as cf
 from logdoctor.verdict import remedy
 from logdoctor.verdict.defects import engine_defect
@@ -129,7 +130,8 @@ def diagnose_timeline(
     v = decide(tl, a, cands, rule_set, classifier)
     listed += [{"rule": "classifier", "cause": c, "score": p} for c, p in v.classifier]
     source, cited, atlas_phase = _atlas_source(v, a)
-    if v.winner is None:
+    carried = _from_earlier(per_attempt, vi, v.winner) if v.winner is not None else _cut_like_earlier(per_attempt, vi)
+    if v.winner is None and carried is None:
         return Diagnosis(
             phase=atlas_phase or a.phase,
             cause=UNKNOWN,
@@ -146,16 +148,20 @@ def diagnose_timeline(
         )
     win = v.winner
     base_conf = v.confidence
-    carried = _from_earlier(per_attempt, vi, win)
     seen = a
     if carried is not None:
-        generic = win.rule.title
         win, seen = carried
-        base_conf = min(base_conf, win.rule.confidence)
+        if v.winner is None:  # the window ends inside this attempt's traceback, the earlier one's is whole
+            base_conf = win.rule.confidence
+            shown = f"a traceback cut before its exception, through the frames attempt {seen.index + 1}'s ends in"
+        else:
+            base_conf = min(base_conf, win.rule.confidence)
+            shown = v.winner.rule.title
         head = head + [
             f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
-            f"same phase with more detail; this attempt shows only {generic}"
+            f"same phase with more detail; this attempt shows only {shown}"
         ]
+    assert win is not None
     phase = atlas_phase or a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
@@ -167,7 +173,8 @@ def diagnose_timeline(
     if not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
-    conf, why_low = calibration.adjust(base_conf, rule_candidates=cands, winner=win, evidence=evidence)
+    ruled = per_attempt[seen.index][1] if v.winner is None else cands  # a carried verdict: that attempt's rules
+    conf, why_low = calibration.adjust(base_conf, rule_candidates=ruled, winner=win, evidence=evidence)
     if window["cut"]:
         conf = cf.cut_window(conf)
     low = [f"confidence lowered: {why_low}"] if why_low else []
@@ -403,12 +410,13 @@ def _hardware_warnings(a: Attempt) -> list[str]:
 
 
 def cut_reason(a: Attempt) -> str | None:
-    """Where the window ends early: inside the decisive traceback, or after a death line whose error is missing."""
+    """Where the window ends early: inside the decisive traceback, or after a death line whose error is missing.
+    A traceback cut after the service already printed its error (decisive.error_before_cut) is no early end."""
     if not a.failed:
         return None
     dec = a.decisive
     if dec is not None and dec.cut is not None:
-        return dec.cut_reason
+        return None if error_before_cut(dec, a) is not None else dec.cut_reason
     if (
         dec is not None
         and not dec.fatal
@@ -506,6 +514,30 @@ def _from_earlier(
         better = [c for c in cands if c.cause == win.cause and order.index(c.rule.tier) < order.index(win.rule.tier)]
         if better:
             return max(better, key=lambda c: c.score), e
+    return None
+
+
+def _cut_like_earlier(per_attempt: list[tuple[Attempt, list[Candidate]]], vi: int) -> tuple[Candidate, Attempt] | None:
+    """A restart loop whose last attempt the window cut inside its traceback: when an earlier attempt of the same
+    configuration failed in the same phase with a whole traceback through the same frames (the cut one's frames
+    are where that traceback starts), the loop is repeating that failure: that attempt's best rule, its evidence
+    from there (the cut window lowers the confidence)."""
+    from logdoctor.timeline.config import comparable_levers
+
+    a = per_attempt[vi][0]
+    cut = a.decisive.cut if a.decisive is not None else None
+    fin = cut.final if cut is not None else None
+    path = [(f.file, f.func) for f in fin.frames] if fin is not None else []
+    if not path:
+        return None
+    for e, cands in reversed(per_attempt[:vi]):
+        if not e.failed or e.phase != a.phase or not cands or e.decisive is None:
+            continue
+        pair = comparable_levers([e.config, a.config])
+        if pair is None or pair[0] != pair[1]:
+            continue
+        if any([(f.file, f.func) for f in s.frames][: len(path)] == path for b in e.decisive.fatal for s in b.sections):
+            return max(cands, key=lambda c: c.score), e
     return None
 
 

@@ -9,6 +9,8 @@
   srun        3: msg   (--label; trusted only when most lines of the log carry it)
   kubectl     [pod/NAME/CONTAINER] msg · [pod/NAME/CONTAINER] 2026-01-01T00:00:00.123Z msg   (--prefix [--timestamps])
   compose     svc-1  | msg   (formats/container.py)
+  quote       > msg · >> msg · > > msg   (an e-mail, Slack or GitHub quote of a log: peeled before anything else, when
+              most lines of the log carry it; `quote`)
 
 The name and pid give the writer (and with them the stream a traceback belongs to), the number the rank; the rest of
 the line goes through the normal engine prefix parsing. `detect` also reports a prefix that most lines of a log share
@@ -87,6 +89,19 @@ def detect(lines: list[str]) -> tuple[frozenset[str], str | None]:
         if n * 2 >= len(sample) and n >= 5:
             unknown = lead
     return frozenset(kinds), unknown
+
+
+# a quote mark of e-mail / chat / Markdown, nested ("> ", ">> ", "> > "): one space after the last mark belongs to it,
+# the rest of the line's indentation (a traceback's "  File") to the log
+_QUOTE = rxcache.compile(r"^ {0,3}>(?: ?>)*(?: |$)")
+
+
+def quote(lines: list[str]) -> re.Pattern | None:
+    """The quote prefix of a log pasted as a quote (most of its first lines start with "> " or ">> "), else None.
+    A log whose lines only sometimes start with ">" (a shell's continuation prompt) is no quote."""
+    sample = [l for l in lines[:600] if l.strip()]
+    n = sum(1 for l in sample if _QUOTE.match(l))
+    return _QUOTE if n >= 3 and n * 4 >= len(sample) * 3 else None
 
 
 def unknown_rx(lead: str | None) -> re.Pattern | None:

@@ -1,0 +1,143 @@
+"""Which unit is the engine: a journal of several services → one part per owning unit, each said to be an engine's
+or not by the Engine records (engines/): a unit whose name holds an engine's `unit_words`, or whose own lines carry
+an engine's prefix or config dump / version banner (`Engine.config_dump`).
+
+The one home of this question. `explain` (timeline.build) reads the part `pick` gives; `triage` (triage.analyse)
+maps over `engine_parts`; `name` says a part's unit when no journal field does (timeline.attempts.ownership). A part keeps its unit's service lines (and service lines of no unit), systemd's lines
+about that unit, and every kernel and journal line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from logdoctor.core import rxcache
+from logdoctor.core.lean import dataclass
+from logdoctor.core.records import SERVICE, SYSTEMD, Record
+from logdoctor.engines import each
+
+# words in a unit's name that say it runs an engine (Engine.unit_words)
+_UNIT_WORDS = rxcache.compile("|".join(map(re.escape, each("unit_words"))), re.I)
+# an engine's config dump or version banner (Engine.config_dump: the lines an attempt starts with)
+_DUMP = rxcache.compile("|".join(each("config_dump")))
+# systemd's own lines that name a unit: "U.service: Main process exited, …", "Started U - Desc."
+_UNIT_MSG = rxcache.compile(r"^(?P<unit>[\w@.\-\\:]+\.service): ")
+_UNIT_START = rxcache.compile(
+    r"^(?:Started|Starting|Stopped|Stopping) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer|socket|slice))\b"
+)
+_UNIT_END = rxcache.compile(r"^(?:Finished|Stopped|Failed to start) (?P<unit>[\w@.\-\\:]+\.(?:service|scope|timer))\b")
+_ENDED = rxcache.compile(
+    r"^(?:Finished|Stopped|Failed to start) |: (?:Deactivated successfully|Main process exited|Failed with result|"
+    r"Succeeded|Consumed )"
+)
+START_DESC = rxcache.compile(
+    r"^(?:Started|Starting|Stopped|Stopping) (?:[\w@.\-\\:]+\.service - )?(?P<desc>.+?)\.{0,3}$"
+)
+
+
+@dataclass(slots=True)
+class Part:
+    """One owning unit's share of the window."""
+
+    unit: str | None  # the unit (a journal field); None when the window names at most one
+    records: list[Record]
+    engine: bool  # the Engine records say this unit runs an inference engine (a window's lone part: taken as one)
+    votes: int  # its service lines, engine-prefixed ones counted thrice (explain picks the most)
+
+
+def partition(records: list[Record]) -> list[Part]:
+    """The window by owning unit, in the order the units first log. A window whose service lines name one unit or
+    none is one part, its records as they are."""
+    votes: dict[str, int] = {}
+    for r in records:
+        if r.transport == SERVICE and r.unit:
+            votes[r.unit] = votes.get(r.unit, 0) + (2 if r.prefix_engine else 0) + 1
+    if len(votes) < 2:
+        unit = next(iter(votes), None)
+        return [Part(unit, records, True, votes.get(unit, 0) if unit else 0)]
+    engines = _engine_units(records, votes)
+    return [Part(u, _keep(records, u), u in engines, n) for u, n in votes.items()]
+
+
+def engine_parts(records: list[Record]) -> list[Part]:
+    """Triage's parts, by unit name: the engine units', or every unit's when none is an engine's."""
+    parts = partition(records)
+    if len(parts) < 2:
+        return parts
+    return sorted([p for p in parts if p.engine] or parts, key=lambda p: p.unit or "")
+
+
+def pick(records: list[Record]) -> Part:
+    """Explain's part: of the engine units (else of all), the one with the most votes (the first to log on a tie)."""
+    parts = partition(records)
+    if len(parts) < 2:
+        return parts[0]
+    pool = [p for p in parts if p.engine] or parts
+    return max(pool, key=lambda p: p.votes)
+
+
+def name(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
+    """The unit of a part's service and its Description (from "Started U - Desc."): the journal field of its
+    processes `idents`; a short-format journal has none, so then the unit systemd had started (and not yet seen
+    end) when the service printed its config dump, each time it did; else the unit systemd's own lines name most.
+    (A timer's oneshot unit that runs every minute is named more often than the engine's, but it has ended before
+    the engine starts.)"""
+    by_field = Counter(r.unit for r in records if r.transport == SERVICE and r.unit and r.ident in idents)
+    if by_field:
+        unit: str | None = by_field.most_common(1)[0][0]
+    else:
+        launched, named = _launches(records, idents)
+        unit = (launched or named).most_common(1)[0][0] if (launched or named) else None
+    if unit:
+        for r in records:
+            if r.transport == SYSTEMD and r.msg.startswith(("Started ", "Starting ")) and f"{unit} - " in r.msg:
+                m = START_DESC.match(r.msg)
+                if m:
+                    return unit, m.group("desc").rstrip(".")
+    return unit, None
+
+
+def _launches(records: list[Record], idents: set[str]) -> tuple[Counter, Counter]:
+    """Per unit: how often it was the latest unit systemd started and had not seen end when the service printed a
+    config dump (its launch), and how often systemd's lines name it."""
+    launched: Counter = Counter()
+    named: Counter = Counter()
+    running: list[str] = []  # units started and not ended, in start order
+    for r in records:
+        if r.transport == SYSTEMD:
+            m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg) or _UNIT_END.match(r.msg)
+            if not m:
+                continue
+            u = m.group("unit")
+            named[u] += 1
+            if u in running:
+                running.remove(u)
+            if r.msg.startswith(("Started ", "Starting ")):
+                running.append(u)
+            elif not _ENDED.search(r.msg):
+                running.append(u)  # another line about a running unit ("U: Consumed …" is said at its end)
+        elif r.transport == SERVICE and running and (not idents or r.ident in idents) and _DUMP.search(r.msg):
+            launched[running[-1]] += 1
+    return launched, named
+
+
+def _engine_units(records: list[Record], units) -> set[str]:
+    found = {u for u in units if _UNIT_WORDS.search(u)}
+    for r in records:
+        if r.transport == SERVICE and r.unit and r.unit not in found and (r.prefix_engine or _DUMP.search(r.msg)):
+            found.add(r.unit)
+    return found
+
+
+def _keep(records: list[Record], unit: str) -> list[Record]:
+    base = unit.removesuffix(".service")
+
+    def keep(r: Record) -> bool:
+        if r.transport == SERVICE:
+            return r.unit in (unit, None)
+        if r.transport == SYSTEMD:
+            return r.unit == unit or base in r.msg
+        return True
+
+    return [r for r in records if keep(r)]
