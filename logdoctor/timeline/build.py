@@ -313,6 +313,8 @@ class _Reading:
                 return
         if r.transport != SERVICE or not r.msg or r.extra.get(att.FOREIGN):
             return
+        if msg.startswith("usage: "):  # argparse prints its usage as it parses the command line: the launch is here
+            self.start_seen = True
         hit = mk.match(self.marker_tab, r.msg) if self.marker_tab else None
         rk = _rank_key(r, self.engine)
         if hit:

@@ -170,7 +170,9 @@ def diagnose_timeline(
     vars_ = _vars(win, a, tl)
     explanation = _explanation(win, vars_, derived)
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
-    if not a.config.known:
+    if not a.config.known and a.start_seen:  # the launch is in the window; the engine died before its config dump
+        notes.append("the engine printed no config before it stopped: the flags in force are the launch command's")
+    elif not a.config.known:
         notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
     # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
     ruled = per_attempt[seen.index][1] if v.winner is None else cands  # a carried verdict: that attempt's rules
