@@ -101,6 +101,9 @@ ERROR_PHASES: tuple[tuple[str, str], ...] = (
 _COMPILE_FILES = rxcache.compile(
     "|".join((r"/torch/_dynamo/", r"/torch/_inductor/") + tuple(f"/{re.escape(d)}/" for d in each("compile_dirs")))
 )
+# code inductor generated (its cache: /tmp/torchinductor_USER/xx/cxx.py, vLLM's torch_compile_cache/…/inductor_cache/):
+# an innermost frame there is the compiled graph running (a profile or warm-up forward), not torch.compile failing
+_GENERATED = rxcache.compile(r"/(?:torchinductor_[^/]+|inductor_cache)/\w+/\w+\.py$")
 _ERROR_RX: tuple = ()  # compiled on first use (_error_rx): most runs never need them (start-up, issue 11)
 _NAMES = rxcache.compile(r"\^\(([\w<>]+(?:\|[\w<>]+)*)\)\$")
 
@@ -464,7 +467,8 @@ def frames_phase(block: Block | None) -> str | None:
     if block is None:
         return None
     funcs = [fr.func for sec in block.sections for fr in sec.frames]
-    if any(_COMPILE_FILES.search(fr.file) for sec in block.sections for fr in sec.frames):
+    running = any(sec.frames and _GENERATED.search(sec.frames[-1].file) for sec in block.sections)
+    if not running and any(_COMPILE_FILES.search(fr.file) for sec in block.sections for fr in sec.frames):
         return "graph_capture"  # torch.compile itself failed (dynamo / inductor / the engine's compile backend)
     for hit, ph in _FRAME_RX:
         if any(hit(f) for f in funcs):
