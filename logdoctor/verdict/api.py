@@ -189,9 +189,9 @@ def diagnose_timeline(
         evidence=evidence,
         explanation=explanation,
         fixes=fixes,
-        notes=head + notes + _tried_notes(tl) + low + cited + tail,
+        notes=[_named(n, tl.unit) for n in head + notes + _tried_notes(tl) + low + cited + tail],
         source=source,
-        actions=[_fill(x, vars_) for x in win.rule.actions],
+        actions=[_named(_fill(x, vars_), tl.unit) for x in win.rule.actions],
         no_flag_change=win.rule.no_flag_change,
         alternatives=[alt.to_dict() for alt in v.alternatives],
         attempts=_attempts(per_attempt, vi, win.cause),
@@ -575,6 +575,18 @@ def _fmt(x):
 
 
 _MISSING = "\x00missing\x00"
+
+
+_UNIT_WORD = re.compile(r"(?<![\w-])UNIT(?![\w-])")
+_UNIT_NAME = re.compile(r"[A-Za-z0-9][\w@.:\-]{0,254}")  # systemd's unit name characters: safe to paste in a shell
+
+
+def _named(text: str, unit: str | None) -> str:
+    """A command that says `UNIT` names the service's unit when the window names it (the journal field or
+    systemd's own lines), so it can be pasted as it is; a name outside systemd's characters is left as UNIT."""
+    if not unit or "UNIT" not in text or not _UNIT_NAME.fullmatch(unit):
+        return text
+    return _UNIT_WORD.sub(unit, text)
 
 
 def _fill(template: str, vars_: dict) -> str:
