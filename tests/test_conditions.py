@@ -20,6 +20,7 @@ from logdoctor.matching.conditions import (
     LeafNode,
     NotNode,
     evaluate,
+    from_data,
     leaf,
     leaves,
     parse,
@@ -160,6 +161,8 @@ def test_the_rule_cache_keeps_the_tree(tmp_path, monkeypatch):
     cached = load_rules(())  # from the JSON entry
     assert [r.cond for r in cached] == [r.cond for r in parsed]
     assert all(type(r.cond) is AllNode for r in cached)
+    assert all(from_data(r.cond.cache_data()) == r.cond for r in parsed)
+    assert parsed[0].cond.cache_data()[0] == "all" and all(isinstance(r.cond.cache_data(), list) for r in parsed)
     entry = cache._decode(cache.read_entry(next((tmp_path / "cache").glob("rules-*.json"))), _cached_classes())
     assert entry["rules"][0].cond == parsed[0].cond
     # a rule made in code gets its tree from `match`

@@ -1,9 +1,9 @@
 """Compiled rule cache: a folder of YAML rules is parsed once and kept as JSON keyed by the folder's content hash,
 so `explain` does not parse 112 YAML files per run.
 
-The cache is data, never code (docs/reliability.md): JSON whose only objects are the loader's own dataclasses and the
-condition tree's nodes (a plain class naming its constructor's arguments in `_fields`), named in an allow-list, and
-tuples; no pickle, whose load runs whatever the file says. A cache file that another user
+The cache is data, never code (docs/reliability.md): JSON whose only objects are the loader's own dataclasses, named
+in an allow-list, and tuples (a rule's parsed condition tree is kept as plain lists, `Node.cache_data`); no pickle,
+whose load runs whatever the file says. A cache file that another user
 could have written (not ours, or group/world-writable) is not read.
 
 The key hashes every rule file's relative path and bytes (plus the logdoctor version and this format's number), so
@@ -168,9 +168,9 @@ def _encode(obj):
             if f.name != "compiled":  # compiled regexes: rebuilt lazily on first use
                 out[f.name] = _encode(getattr(obj, f.name))
         return out
-    fields = getattr(type(obj), "_fields", None)
-    if isinstance(fields, tuple) and not isinstance(obj, tuple):  # a plain class rebuilt from these (a tree node)
-        return {"__dc__": type(obj).__name__, **{f: _encode(getattr(obj, f)) for f in fields}}
+    data = getattr(obj, "cache_data", None)
+    if callable(data):  # a condition tree: kept as plain data, which its rule rebuilds it from (Rule.__post_init__)
+        return _encode(data())
     if isinstance(obj, tuple):
         return {"__tuple__": [_encode(x) for x in obj]}
     if isinstance(obj, (set, frozenset)):

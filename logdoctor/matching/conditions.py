@@ -140,9 +140,19 @@ def _scoped(ctx: Context, scope) -> list[Record]:
 # loader checks and the prefilters index, the classifier's evidence-only view. The leaf registry below names leaves.
 
 
+# the keys that combine conditions (the rule schema's descriptions, matching/docgen.py): `parse` builds their nodes
+COMBINATORS = {
+    "all": "every condition holds",
+    "any": "at least one holds (the one with most leaves gives the evidence)",
+    "none": "no condition holds",
+    "not": "the condition does not hold",
+}
+
+
 class Node:
     """A parsed condition. Subclasses: AllNode, AnyNode, NotNode, LeafNode; immutable once built. `_fields` are the
-    constructor's arguments (the rule cache stores a node as them, matching/cache.py)."""
+    constructor's arguments; `cache_data()` is the node as plain JSON data (`from_data` builds it again: the rule
+    cache keeps a rule's tree so, matching/cache.py)."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
@@ -162,6 +172,11 @@ class Node:
     def evidence_only(self) -> Node | None:
         """The condition with the leaves that do not read the log's text (phase, flag, engine, ...) dropped; None
         when no evidence leaf is left. An exclusion (not/none) is kept whole beside the evidence of its mapping."""
+        raise NotImplementedError
+
+    def cache_data(self) -> list:
+        """["all", [...]], ["any", [...]], ["not", child] or [leaf name, value, scope] (no leaf is named like a
+        combinator: the registry refuses it)."""
         raise NotImplementedError
 
     def _kept(self) -> Node | None:  # what an enclosing mapping keeps of this node in its evidence-only view
@@ -203,6 +218,9 @@ class AllNode(Node):
         for c in self.children:
             yield from c.walk(negated)
 
+    def cache_data(self):
+        return ["all", [c.cache_data() for c in self.children]]
+
     def has_evidence(self):
         return any(c.has_evidence() for c in self.children)
 
@@ -241,6 +259,9 @@ class AnyNode(Node):
         for c in self.children:
             yield from c.walk(negated)
 
+    def cache_data(self):
+        return ["any", [c.cache_data() for c in self.children]]
+
     def has_evidence(self):
         return any(c.has_evidence() for c in self.children)
 
@@ -266,6 +287,9 @@ class NotNode(Node):
 
     def walk(self, negated=False):
         yield from self.child.walk(not negated)
+
+    def cache_data(self):
+        return ["not", self.child.cache_data()]
 
     def has_evidence(self):
         return False
@@ -304,6 +328,9 @@ class LeafNode(Node):
     def walk(self, negated=False):
         yield self, negated
 
+    def cache_data(self):
+        return [self.name, self.value, self.scope]
+
     def has_evidence(self):
         return self.spec.evidence
 
@@ -314,7 +341,16 @@ class LeafNode(Node):
         return (self,)
 
 
-NODE_CLASSES: dict[str, type[Node]] = {c.__name__: c for c in (AllNode, AnyNode, NotNode, LeafNode)}
+def from_data(data: list) -> Node:
+    """The node whose `cache_data()` this is."""
+    tag = data[0]
+    if tag == "all":
+        return AllNode([from_data(c) for c in data[1]])
+    if tag == "any":
+        return AnyNode([from_data(c) for c in data[1]])
+    if tag == "not":
+        return NotNode(from_data(data[1]))
+    return LeafNode(tag, data[1], data[2])
 
 
 def leaves(node: Node) -> Iterator[LeafNode]:
@@ -373,7 +409,7 @@ def _keys(cond: dict, fail: Fail, check) -> list[Node]:
     scope = cond.get("scope")
     out: list[Node] = []
     for key, val in cond.items():
-        if key in ("all", "any", "none"):
+        if key in ("all", "any", "none"):  # COMBINATORS taking a list
             if not isinstance(val, list):
                 fail(key, f"{key}: expects a list of conditions")
                 continue
@@ -392,15 +428,13 @@ def _keys(cond: dict, fail: Fail, check) -> list[Node]:
                 check(lf)
             out.append(lf)
         elif key != "scope":
-            fail(key, f"unknown condition {key!r} (known: {', '.join((*LEAVES, 'all', 'any', 'none'))}, not)")
+            fail(key, f"unknown condition {key!r} (known: {', '.join((*LEAVES, *COMBINATORS))})")
     return out
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # the leaf registry: every leaf condition a rule may use, named once. The loader's checks, the classifier's evidence
 # set, the rule schema's condition keys and docs/rules.md's leaf table all read LEAVES (`logdoctor rules docs`).
-
-COMBINATORS = ("all", "any", "none", "not")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from logdoctor.core.limits import RULE_FILE_CAP, human
 from logdoctor.core.paths import PACKAGE
 from logdoctor.core.vocab import CAUSES, OPS, TIER_NAMES
 from logdoctor.core.vocab import PHASES_OR_UNKNOWN as PHASES
-from logdoctor.matching.conditions import NODE_CLASSES, AllNode, LeafNode, Node, leaves, parse
+from logdoctor.matching.conditions import AllNode, LeafNode, Node, from_data, leaves, parse
 
 
 def bundled_rules_dir() -> Path:
@@ -77,12 +77,14 @@ class Rule:
     compiled: dict = field(default_factory=dict, repr=False)
     warnings: tuple[str, ...] = ()  # old-shape keys the file used, a missing tier (`rules lint` prints them)
     # `match` parsed (matching/conditions.py `parse`): built by the loader as it checks the file, kept in the rule
-    # cache; a Rule made in code gets it from `match` here
+    # cache as its `cache_data()` (rebuilt here); a Rule made in code gets it from `match` here
     cond: AllNode = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.cond is None:
             self.cond = parse(self.match)
+        elif not isinstance(self.cond, Node):
+            self.cond = from_data(self.cond)  # type: ignore[assignment]
 
     @property
     def fallback(self) -> bool:
@@ -142,15 +144,11 @@ def _parse_all(files: list[Path], *, strict: bool) -> list[Rule]:
 
 
 def _cached_classes() -> dict[str, type]:
-    """The classes a rule cache entry may name (matching/cache.py decodes no other class): this module's
-    dataclasses and the condition tree's nodes."""
+    """The dataclasses a rule cache entry may name (matching/cache.py decodes no other class): this module's."""
     return {
-        **{
-            c.__name__: c
-            for c in globals().values()
-            if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__
-        },
-        **NODE_CLASSES,
+        c.__name__: c
+        for c in globals().values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__
     }
 
 
