@@ -1,6 +1,7 @@
-"""Evaluate a rule's `match` tree over one attempt. Leaves look at the parsed structure, not at raw text only:
-the inner vs. wrapper exception of a chained traceback, frames, the phase reached, the flags in force, kernel Xid
-codes, systemd's verdict, which ranks failed. A leaf returns evidence lines and named captures, or None."""
+"""A rule's `match` condition: parsed once into a tree of nodes (`parse`: AllNode, AnyNode, NotNode, LeafNode), which
+evaluates itself over one attempt, and the leaf registry (`LEAVES`). Leaves look at the parsed structure, not at raw
+text only: the inner vs. wrapper exception of a chained traceback, frames, the phase reached, the flags in force,
+kernel Xid codes, systemd's verdict, which ranks failed. A leaf returns evidence lines and named captures, or None."""
 
 from __future__ import annotations
 
@@ -372,7 +373,7 @@ def parse(cond, fail: Fail | None = None, check: Callable[[LeafNode], None] | No
     `none: [a, b]` is NotNode(a), NotNode(b). `scope:` goes to the leaves of its mapping.
 
     `fail` (the loader's) is told every problem, in file order, and parsing goes on without the bad part; without it
-    the first problem raises RuleError (an empty mapping is then the condition that always holds, as a rule built in
+    the first problem raises RuleError (an empty `match` is then the condition that always holds: a rule built in
     code writes `match={}`). `check(leaf)` sees every leaf as it is built (the loader compiles its patterns)."""
     if fail is None:
         if cond == {}:
