@@ -313,8 +313,12 @@ class LeafNode(Node):
     def __init__(self, name: str, value: object, scope: str | None = None):
         spec = LEAVES[name]  # the loader checked the name; a cache entry naming a leaf no longer registered is rebuilt
         self.name, self.value, self.scope, self.spec = name, value, scope, spec
-        self.patterns: tuple[str, ...] = spec.patterns(value) if spec.patterns is not None else ()
-        self.searches = self.patterns if spec.regex else ()
+        get = spec.patterns
+        pats: tuple[str, ...] = (
+            () if get is None else (value,) if get is regexes_of and type(value) is str else get(value)
+        )
+        self.patterns = pats
+        self.searches = pats if spec.regex else ()
 
     def eval(self, ctx, compiled):
         if self.searches and not can_match(self.searches, for_context(ctx)):
@@ -364,15 +368,12 @@ def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
     return (cond if isinstance(cond, Node) else parse(cond)).eval(ctx, compiled)
 
 
-Fail = Callable[..., None]  # fail(key, message, value=None): the loader's problem reporter (file:line)
-
-
-def parse(cond, fail: Fail | None = None, check: Callable[[LeafNode], None] | None = None) -> AllNode:
+def parse(cond, fail: Callable[..., None] | None = None, check: Callable[[LeafNode], None] | None = None) -> AllNode:
     """A rule's `match:` value as a tree. The root is an AllNode of one node per key of the mapping (a list reads as
     `all:` of it); below it a mapping of one leaf, `all:` or `any:` is that node, any other an AllNode of its keys'.
     `none: [a, b]` is NotNode(a), NotNode(b). `scope:` goes to the leaves of its mapping.
 
-    `fail` (the loader's) is told every problem, in file order, and parsing goes on without the bad part; without it
+    `fail(key, message, value=None)` (the loader's, which adds file:line) is told every problem, in file order, and parsing goes on without the bad part; without it
     the first problem raises RuleError (an empty `match` is then the condition that always holds: a rule built in
     code writes `match={}`). `check(leaf)` sees every leaf as it is built (the loader compiles its patterns)."""
     if fail is None:
@@ -393,7 +394,7 @@ def _raise(key: str, msg: str, value: object = None) -> None:
     raise RuleError(msg)
 
 
-def _node(cond, fail: Fail, check) -> Node | None:
+def _node(cond, fail, check) -> Node | None:
     if isinstance(cond, list):
         return AllNode(n for n in (_node(c, fail, check) for c in cond) if n is not None)
     if not isinstance(cond, dict) or not cond:
@@ -405,7 +406,7 @@ def _node(cond, fail: Fail, check) -> Node | None:
     return AllNode(nodes)
 
 
-def _keys(cond: dict, fail: Fail, check) -> list[Node]:
+def _keys(cond: dict, fail, check) -> list[Node]:
     """One node per key of a condition mapping, in order (none: one NotNode per item)."""
     scope = cond.get("scope")
     out: list[Node] = []
@@ -438,23 +439,33 @@ def _keys(cond: dict, fail: Fail, check) -> list[Node]:
 # set, the rule schema's condition keys and docs/rules.md's leaf table all read LEAVES (`logdoctor rules docs`).
 
 
-@dataclass(frozen=True)
 class Leaf:
     """A registered leaf: `regex` -- its value is one or more regexes searched in the log's text (compiled and
     backtracking-checked by lint, skipped by the literal prefilter when a word they need is absent); `evidence` -- it
     reads the log's own text (the classifier's near-miss test keeps only these); `line` -- its regexes meet the text
     of a log line as written (message, error, kernel, ...: the triage scanner keeps the lines they hit,
     scan/prefilter.py; frame and file match parsed traceback frames); `patterns(value)` -- the regexes a value holds
-    (those of a regex leaf, or e.g. `env:`'s value patterns), which the loader compiles and lints."""
+    (those of a regex leaf, or e.g. `env:`'s value patterns), which the loader compiles and lints. A plain class
+    (no dataclass machinery at import); read-only by convention."""
 
-    name: str
-    func: Callable[..., Hit | None]
-    syntax: str  # how a rule writes it, for the docs
-    schema: dict  # JSON Schema of its value
-    regex: bool = False
-    evidence: bool = False
-    line: bool = False
-    patterns: Callable[[object], tuple[str, ...]] | None = None
+    __slots__ = ("name", "func", "syntax", "schema", "regex", "evidence", "line", "patterns")
+
+    def __init__(
+        self,
+        name: str,
+        func: Callable[..., Hit | None],
+        syntax: str,  # how a rule writes it, for the docs
+        schema: dict,  # JSON Schema of its value
+        regex: bool = False,
+        evidence: bool = False,
+        line: bool = False,
+        patterns: Callable[[object], tuple[str, ...]] | None = None,
+    ):
+        self.name, self.func, self.syntax, self.schema = name, func, syntax, schema
+        self.regex, self.evidence, self.line, self.patterns = regex, evidence, line, patterns
+
+    def __repr__(self) -> str:
+        return f"Leaf({self.name!r})"
 
     @property
     def doc(self) -> str:
