@@ -82,7 +82,7 @@ class Classifier:
         frames, hints, kernel, systemd, exit codes), only its scoping (phase, flags, engine, ranks, ...) failed.
         Order: near misses first, then the most top-level evidence conditions holding, phase fit, engine-specific
         over generic, tier, id. Returns (rule or None, near_miss)."""
-        from logdoctor.matching.conditions import Context, evaluate
+        from logdoctor.matching.conditions import Context
 
         pool = [r for r in self._rules(rules) if r.cause == cause and r.applies_to(tl.engine) and r.id != "classifier"]
         if not pool:
@@ -93,22 +93,15 @@ class Classifier:
             ctx = None
 
         def partial(r) -> int:
+            """How many of the rule's top-level conditions that read the log's text hold (`AllNode.parts`)."""
             if ctx is None:
                 return 0
-            m = r.match
-            parts = list(m) if isinstance(m, list) else []
-            if isinstance(m, dict):
-                for k, v in m.items():
-                    if k in ("all", "any") and isinstance(v, list):
-                        parts += v
-                    elif k not in ("none", "not", "scope"):
-                        parts.append({k: v})
             n = 0
-            for p in parts:
-                if not _has_evidence_leaf(p):
+            for p in r.cond.parts():
+                if not p.has_evidence():
                     continue
                 try:
-                    if evaluate(p, ctx, r.compiled) is not None:
+                    if p.eval(ctx, r.compiled) is not None:
                         n += 1
                 except Exception:  # noqa: BLE001, S110 - a rule that cannot evaluate here adds no evidence
                     pass
@@ -116,11 +109,11 @@ class Classifier:
 
         def near_miss(r) -> bool:
             """The rule's evidence conditions hold; only its scoping (phase, flags, engine, ranks, ...) failed."""
-            cond = _evidence_only(r.match)
-            if ctx is None or not cond:
+            cond = r.cond.evidence_only()
+            if ctx is None or cond is None:
                 return False
             try:
-                return evaluate(cond, ctx, r.compiled) is not None
+                return cond.eval(ctx, r.compiled) is not None
             except Exception:  # noqa: BLE001
                 return False
 
@@ -192,48 +185,6 @@ class Classifier:
         else:
             s += " Check the evidence lines before changing anything."
         return s.replace("{", "{{").replace("}", "}}")
-
-
-def _evidence_leaves() -> frozenset[str]:
-    from logdoctor.matching.conditions import LEAVES
-
-    return frozenset(name for name, lf in LEAVES.items() if lf.evidence)
-
-
-_EVIDENCE_LEAVES = _evidence_leaves()
-
-
-def _has_evidence_leaf(cond) -> bool:
-    if isinstance(cond, list):
-        return any(_has_evidence_leaf(c) for c in cond)
-    if not isinstance(cond, dict):
-        return False
-    for k, v in cond.items():
-        if k in _EVIDENCE_LEAVES:
-            return True
-        if k in ("all", "any") and _has_evidence_leaf(v):
-            return True
-    return False
-
-
-def _evidence_only(cond):
-    """The condition with its non-evidence leaves (phase, flag, engine, attempts, ranks, ...) dropped; {} when nothing
-    of the log's text is left to check. none/not parts are kept whole (they exclude)."""
-    if isinstance(cond, list):
-        return _evidence_only({"all": cond})
-    if not isinstance(cond, dict):
-        return {}
-    out: dict = {}
-    for k, v in cond.items():
-        if k in ("all", "any") and isinstance(v, list):
-            sub = [x for x in (_evidence_only(c) for c in v) if x]
-            if sub:
-                out[k] = sub
-        elif k in _EVIDENCE_LEAVES or k == "scope":
-            out[k] = v
-        elif k in ("none", "not"):
-            out[k] = v
-    return out if _has_evidence_leaf(out) else {}
 
 
 _SRC_WORDS = {

@@ -2,7 +2,8 @@
 so `explain` does not parse 112 YAML files per run.
 
 The cache is data, never code (docs/reliability.md): JSON whose only objects are the loader's own dataclasses, named
-in an allow-list, and tuples; no pickle, whose load runs whatever the file says. A cache file that another user
+in an allow-list, and tuples (a rule's parsed condition tree is kept as plain lists, `Node.cache_data`); no pickle,
+whose load runs whatever the file says. A cache file that another user
 could have written (not ours, or group/world-writable) is not read.
 
 The key hashes every rule file's relative path and bytes (plus the logdoctor version and this format's number), so
@@ -18,7 +19,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-FORMAT = 5  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle; 5: user folders schema-checked
+FORMAT = 6  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle; 5: user folders schema-checked;
+# 6: Rule.cond, the parsed condition tree
 _KEEP = 8  # entries per cache folder (old keys are pruned: a rule author edits often)
 
 
@@ -166,6 +168,9 @@ def _encode(obj):
             if f.name != "compiled":  # compiled regexes: rebuilt lazily on first use
                 out[f.name] = _encode(getattr(obj, f.name))
         return out
+    data = getattr(obj, "cache_data", None)
+    if callable(data):  # a condition tree: kept as plain data, which its rule rebuilds it from (Rule.__post_init__)
+        return _encode(data())
     if isinstance(obj, tuple):
         return {"__tuple__": [_encode(x) for x in obj]}
     if isinstance(obj, (set, frozenset)):

@@ -1,11 +1,12 @@
-"""Evaluate a rule's `match` tree over one attempt. Leaves look at the parsed structure, not at raw text only:
-the inner vs. wrapper exception of a chained traceback, frames, the phase reached, the flags in force, kernel Xid
-codes, systemd's verdict, which ranks failed. A leaf returns evidence lines and named captures, or None."""
+"""A rule's `match` condition: parsed once into a tree of nodes (`parse`: AllNode, AnyNode, NotNode, LeafNode), which
+evaluates itself over one attempt, and the leaf registry (`LEAVES`). Leaves look at the parsed structure, not at raw
+text only: the inner vs. wrapper exception of a chained traceback, frames, the phase reached, the flags in force,
+kernel Xid codes, systemd's verdict, which ranks failed. A leaf returns evidence lines and named captures, or None."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 
 from logdoctor.core import rxcache
@@ -91,49 +92,6 @@ def _quotes_user_or_kernel(r: Record) -> bool:
     return "NVRM:" in r.msg and not kernel_sourced(r)
 
 
-def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
-    """True-ish (a Hit) when the condition holds."""
-    if isinstance(cond, list):
-        return evaluate({"all": cond}, ctx, compiled)
-    hit = Hit()
-    scope = cond.get("scope")
-    for key, val in cond.items():
-        if key == "scope":
-            continue
-        if key == "all":
-            for c in val:
-                h = evaluate(c, ctx, compiled)
-                if h is None:
-                    return None
-                hit.merge(h)
-        elif key == "any":
-            best = None
-            for c in val:
-                h = evaluate(c, ctx, compiled)
-                if h is not None and (best is None or h.leaves > best.leaves):
-                    best = h
-            if best is None:
-                return None
-            hit.merge(best)
-        elif key == "none":
-            for c in val:
-                if evaluate(c, ctx, compiled) is not None:
-                    return None
-        elif key == "not":
-            if evaluate(val, ctx, compiled) is not None:
-                return None
-        else:
-            lf = LEAVES[key]
-            if lf.regex and not can_match(val, for_context(ctx)):
-                return None  # a word the pattern needs is not in the log: never compiled (matching/prefilter.py)
-            h = lf.func(val, ctx, compiled, scope)
-            if h is None:
-                return None
-            h.leaves = max(h.leaves, 1)
-            hit.merge(h)
-    return hit
-
-
 def _rx(p, compiled):
     key = str(p)
     rx = compiled.get(key)
@@ -179,23 +137,336 @@ def _scoped(ctx: Context, scope) -> list[Record]:
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# the condition tree: a rule's `match:` parsed once, when the loader reads the file (and kept in the rule cache), into
+# nodes. Everything that looks at a condition is a method of the nodes or reads `walk`: evaluation, the patterns the
+# loader checks and the prefilters index, the classifier's evidence-only view. The leaf registry below names leaves.
+
+
+# the keys that combine conditions (the rule schema's descriptions, matching/docgen.py): `parse` builds their nodes
+COMBINATORS = {
+    "all": "every condition holds",
+    "any": "at least one holds (the one with most leaves gives the evidence)",
+    "none": "no condition holds",
+    "not": "the condition does not hold",
+}
+
+
+class Node:
+    """A parsed condition. Subclasses: AllNode, AnyNode, NotNode, LeafNode; immutable once built. `_fields` are the
+    constructor's arguments; `cache_data()` is the node as plain JSON data (`from_data` builds it again: the rule
+    cache keeps a rule's tree so, matching/cache.py)."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def eval(self, ctx: Context, compiled: dict) -> Hit | None:
+        """A Hit when the condition holds over the attempt, else None."""
+        raise NotImplementedError
+
+    def walk(self, negated: bool = False) -> Iterator[tuple[LeafNode, bool]]:
+        """Every leaf, in file order, with its polarity (True under an odd number of not/none)."""
+        raise NotImplementedError
+
+    def has_evidence(self) -> bool:
+        """Some leaf that reads the log's own text (`Leaf.evidence`) holds a place here, outside not/none."""
+        raise NotImplementedError
+
+    def evidence_only(self) -> Node | None:
+        """The condition with the leaves that do not read the log's text (phase, flag, engine, ...) dropped; None
+        when no evidence leaf is left. An exclusion (not/none) is kept whole beside the evidence of its mapping."""
+        raise NotImplementedError
+
+    def cache_data(self) -> list:
+        """["all", [...]], ["any", [...]], ["not", child] or [leaf name, value, scope] (no leaf is named like a
+        combinator: the registry refuses it)."""
+        raise NotImplementedError
+
+    def _kept(self) -> Node | None:  # what an enclosing mapping keeps of this node in its evidence-only view
+        return self.evidence_only()
+
+    def _split(self) -> tuple[Node, ...]:  # the parts of a top-level condition (AllNode.parts)
+        return ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self._fields)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(getattr(self, f)) for f in self._fields)})"
+
+
+class AllNode(Node):
+    """Every child holds (`all:`, a list, or the keys of one mapping); the hits merge in order."""
+
+    __slots__ = ("children",)
+    _fields = ("children",)
+
+    def __init__(self, children: Iterable[Node] = ()):
+        self.children = tuple(children)
+
+    def eval(self, ctx, compiled):
+        hit = None
+        for c in self.children:
+            h = c.eval(ctx, compiled)
+            if h is None:
+                return None
+            if hit is None:
+                hit = Hit()
+            hit.merge(h)
+        return hit if hit is not None else Hit()
+
+    def walk(self, negated=False):
+        for c in self.children:
+            yield from c.walk(negated)
+
+    def cache_data(self):
+        return ["all", [c.cache_data() for c in self.children]]
+
+    def has_evidence(self):
+        return any(c.has_evidence() for c in self.children)
+
+    def evidence_only(self):
+        kept = [k for k in (c._kept() for c in self.children) if k is not None]
+        return AllNode(kept) if any(k.has_evidence() for k in kept) else None
+
+    def _split(self):
+        return self.children
+
+    def parts(self) -> list[Node]:
+        """The top-level conditions of a rule's tree (its root: the keys of `match:`), each of which the classifier
+        tests alone (classify/runtime.py, near misses): every child of a top-level all/any, every top-level leaf;
+        exclusions (none/not) are left out."""
+        return [p for c in self.children for p in c._split()]
+
+
+class AnyNode(Node):
+    """At least one child holds; the one with the most leaves (the first of equals) gives the hit."""
+
+    __slots__ = ("children",)
+    _fields = ("children",)
+
+    def __init__(self, children: Iterable[Node] = ()):
+        self.children = tuple(children)
+
+    def eval(self, ctx, compiled):
+        best = None
+        for c in self.children:
+            h = c.eval(ctx, compiled)
+            if h is not None and (best is None or h.leaves > best.leaves):
+                best = h
+        return best
+
+    def walk(self, negated=False):
+        for c in self.children:
+            yield from c.walk(negated)
+
+    def cache_data(self):
+        return ["any", [c.cache_data() for c in self.children]]
+
+    def has_evidence(self):
+        return any(c.has_evidence() for c in self.children)
+
+    def evidence_only(self):
+        kept = [k for k in (c.evidence_only() for c in self.children) if k is not None]
+        return AnyNode(kept) if kept else None
+
+    def _split(self):
+        return self.children
+
+
+class NotNode(Node):
+    """The child does not hold (`not:`; each item of `none:` is one)."""
+
+    __slots__ = ("child",)
+    _fields = ("child",)
+
+    def __init__(self, child: Node):
+        self.child = child
+
+    def eval(self, ctx, compiled):
+        return None if self.child.eval(ctx, compiled) is not None else Hit()
+
+    def walk(self, negated=False):
+        yield from self.child.walk(not negated)
+
+    def cache_data(self):
+        return ["not", self.child.cache_data()]
+
+    def has_evidence(self):
+        return False
+
+    def evidence_only(self):
+        return None
+
+    def _kept(self):
+        return self
+
+
+class LeafNode(Node):
+    """One registered leaf (`LEAVES[name]`, its `spec`) with the rule's value and the `scope:` of its mapping.
+    `patterns`: the regexes its value holds (compiled and linted by the loader); `searches`: those of a regex leaf,
+    which the literal prefilter may skip when a word they need is not in the log (matching/prefilter.py)."""
+
+    __slots__ = ("name", "value", "scope", "spec", "patterns", "searches")
+    _fields = ("name", "value", "scope")
+
+    def __init__(self, name: str, value: object, scope: str | None = None):
+        spec = LEAVES[name]  # the loader checked the name; a cache entry naming a leaf no longer registered is rebuilt
+        self.name, self.value, self.scope, self.spec = name, value, scope, spec
+        get = spec.patterns
+        pats: tuple[str, ...] = (
+            () if get is None else (value,) if get is regexes_of and type(value) is str else get(value)
+        )
+        self.patterns = pats
+        self.searches = pats if spec.regex else ()
+
+    def eval(self, ctx, compiled):
+        if self.searches and not can_match(self.searches, for_context(ctx)):
+            return None  # a word the pattern needs is not in the log: never compiled (matching/prefilter.py)
+        h = self.spec.func(self.value, ctx, compiled, self.scope)
+        if h is None:
+            return None
+        if h.leaves < 1:
+            h.leaves = 1
+        return h
+
+    def walk(self, negated=False):
+        yield self, negated
+
+    def cache_data(self):
+        return [self.name, self.value, self.scope]
+
+    def has_evidence(self):
+        return self.spec.evidence
+
+    def evidence_only(self):
+        return self if self.spec.evidence else None
+
+    def _split(self):
+        return (self,)
+
+
+def from_data(data: list) -> Node:
+    """The node whose `cache_data()` this is."""
+    tag = data[0]
+    if tag == "all":
+        return AllNode([from_data(c) for c in data[1]])
+    if tag == "any":
+        return AnyNode([from_data(c) for c in data[1]])
+    if tag == "not":
+        return NotNode(from_data(data[1]))
+    return LeafNode(tag, data[1], data[2])
+
+
+def leaves(node: Node) -> Iterator[LeafNode]:
+    """Every leaf of a condition tree, in file order (negated ones included)."""
+    return (lf for lf, _ in node.walk())
+
+
+def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
+    """A Hit when the condition (a parsed tree, or a `match:` value, parsed here) holds, else None."""
+    return (cond if isinstance(cond, Node) else parse(cond)).eval(ctx, compiled)
+
+
+def parse(cond, fail: Callable[..., None] | None = None, check: Callable[[LeafNode], None] | None = None) -> AllNode:
+    """A rule's `match:` value as a tree. The root is an AllNode of one node per key of the mapping (a list reads as
+    `all:` of it); below it a mapping of one leaf, `all:` or `any:` is that node, any other an AllNode of its keys'.
+    `none: [a, b]` is NotNode(a), NotNode(b). `scope:` goes to the leaves of its mapping.
+
+    `fail(key, message, value=None)` (the loader's, which adds file:line) is told every problem, in file order, and parsing goes on without the bad part; without it
+    the first problem raises RuleError (an empty `match` is then the condition that always holds: a rule built in
+    code writes `match={}`). `check(leaf)` sees every leaf as it is built (the loader compiles its patterns)."""
+    if fail is None:
+        if cond == {}:
+            return AllNode()
+        fail = _raise
+    if isinstance(cond, list):
+        cond = {"all": cond}
+    if not isinstance(cond, dict) or not cond:
+        fail("match", f"a condition must be a mapping, got {str(cond)[:80]!r}")
+        return AllNode()
+    return AllNode(_keys(cond, fail, check))
+
+
+def _raise(key: str, msg: str, value: object = None) -> None:
+    from logdoctor.core.errors import RuleError
+
+    raise RuleError(msg)
+
+
+def _node(cond, fail, check) -> Node | None:
+    if isinstance(cond, list):
+        return AllNode(n for n in (_node(c, fail, check) for c in cond) if n is not None)
+    if not isinstance(cond, dict) or not cond:
+        fail("match", f"a condition must be a mapping, got {str(cond)[:80]!r}")
+        return None
+    nodes = _keys(cond, fail, check)
+    if len(nodes) == 1 and not isinstance(nodes[0], NotNode):
+        return nodes[0]  # an exclusion stays in a mapping of its own: evidence_only drops it unless beside evidence
+    return AllNode(nodes)
+
+
+def _keys(cond: dict, fail, check) -> list[Node]:
+    """One node per key of a condition mapping, in order (none: one NotNode per item)."""
+    scope = cond.get("scope")
+    out: list[Node] = []
+    for key, val in cond.items():
+        if key in ("all", "any", "none"):  # COMBINATORS taking a list
+            if not isinstance(val, list):
+                fail(key, f"{key}: expects a list of conditions")
+                continue
+            kids = [n for n in (_node(c, fail, check) for c in val) if n is not None]
+            if key == "none":
+                out += [NotNode(k) for k in kids]
+            else:
+                out.append(AllNode(kids) if key == "all" else AnyNode(kids))
+        elif key == "not":
+            n = _node(val, fail, check)
+            if n is not None:
+                out.append(NotNode(n))
+        elif key in LEAVES:
+            lf = LeafNode(key, val, scope)
+            if check is not None:
+                check(lf)
+            out.append(lf)
+        elif key != "scope":
+            fail(key, f"unknown condition {key!r} (known: {', '.join((*LEAVES, *COMBINATORS))})")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # the leaf registry: every leaf condition a rule may use, named once. The loader's checks, the classifier's evidence
 # set, the rule schema's condition keys and docs/rules.md's leaf table all read LEAVES (`logdoctor rules docs`).
 
-COMBINATORS = ("all", "any", "none", "not")
 
-
-@dataclass(frozen=True)
 class Leaf:
-    """A registered leaf: `regex` -- its value is one or more regexes (compiled and backtracking-checked by lint);
-    `evidence` -- it reads the log's own text (the classifier's near-miss test keeps only these)."""
+    """A registered leaf: `regex` -- its value is one or more regexes searched in the log's text (compiled and
+    backtracking-checked by lint, skipped by the literal prefilter when a word they need is absent); `evidence` -- it
+    reads the log's own text (the classifier's near-miss test keeps only these); `line` -- its regexes meet the text
+    of a log line as written (message, error, kernel, ...: the triage scanner keeps the lines they hit,
+    scan/prefilter.py; frame and file match parsed traceback frames); `patterns(value)` -- the regexes a value holds
+    (those of a regex leaf, or e.g. `env:`'s value patterns), which the loader compiles and lints. A plain class
+    (no dataclass machinery at import); read-only by convention."""
 
-    name: str
-    func: Callable[..., Hit | None]
-    syntax: str  # how a rule writes it, for the docs
-    schema: dict  # JSON Schema of its value
-    regex: bool = False
-    evidence: bool = False
+    __slots__ = ("name", "func", "syntax", "schema", "regex", "evidence", "line", "patterns")
+
+    def __init__(
+        self,
+        name: str,
+        func: Callable[..., Hit | None],
+        syntax: str,  # how a rule writes it, for the docs
+        schema: dict,  # JSON Schema of its value
+        regex: bool = False,
+        evidence: bool = False,
+        line: bool = False,
+        patterns: Callable[[object], tuple[str, ...]] | None = None,
+    ):
+        self.name, self.func, self.syntax, self.schema = name, func, syntax, schema
+        self.regex, self.evidence, self.line, self.patterns = regex, evidence, line, patterns
+
+    def __repr__(self) -> str:
+        return f"Leaf({self.name!r})"
 
     @property
     def doc(self) -> str:
@@ -205,21 +476,39 @@ class Leaf:
 LEAVES: dict[str, Leaf] = {}
 
 
-def leaf(name: str, *, syntax: str, schema: dict, regex: bool = False, evidence: bool = False):
-    """Register a leaf condition function under `name` (its docstring is the description the docs show)."""
+def regexes_of(val) -> tuple[str, ...]:
+    """The patterns of a regex leaf's value: one, or a list of them (the old `{regex: RX}` item form read too)."""
+    return tuple(
+        str(p.get("regex", "") if isinstance(p, dict) else p) for p in (val if isinstance(val, list) else [val])
+    )
+
+
+def leaf(
+    name: str,
+    *,
+    syntax: str,
+    schema: dict,
+    regex: bool = False,
+    evidence: bool = False,
+    line: bool = False,
+    patterns: Callable[[object], tuple[str, ...]] | None = None,
+):
+    """Register a leaf condition function under `name` (its docstring is the description the docs show); a regex
+    leaf's patterns are its value's (`regexes_of`) unless `patterns` says otherwise."""
 
     def register(func):
         if name in LEAVES or name in COMBINATORS or name == "scope":
             raise ValueError(f"leaf {name!r} registered twice or shadows a combinator")
         if not func.__doc__:
             raise ValueError(f"leaf {name!r} needs a docstring: what it matches, on which fields, an example")
-        LEAVES[name] = Leaf(name, func, syntax, schema, regex, evidence)
+        pats = patterns if patterns is not None or not regex else regexes_of
+        LEAVES[name] = Leaf(name, func, syntax, schema, regex, evidence, line, pats)
         return func
 
     return register
 
 
-@leaf("message", regex=True, evidence=True, syntax="message: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("message", regex=True, evidence=True, line=True, syntax="message: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_message(val, ctx, compiled, scope):
     """A service line of the attempt matches RX (`scope: before_fatal|after_fatal` narrows the lines to those at or
     before / at or after the first fatal line). Reads `Record.msg` of service records; captures named groups.
@@ -227,7 +516,7 @@ def leaf_message(val, ctx, compiled, scope):
     return _search_lines(val, [(r.line, r.msg) for r in _scoped(ctx, scope)], compiled)
 
 
-@leaf("error", regex=True, evidence=True, syntax="error: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("error", regex=True, evidence=True, line=True, syntax="error: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_error(val, ctx, compiled, scope):
     """A decisive error matches: every exception of a fatal traceback as `Type: message`, and the ERROR/CRITICAL (or
     bare `XError: ...`) service lines outside tracebacks (`Context.errors`).
@@ -235,21 +524,21 @@ def leaf_error(val, ctx, compiled, scope):
     return _search_lines(val, ctx.errors, compiled)
 
 
-@leaf("inner", regex=True, evidence=True, syntax="inner: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("inner", regex=True, evidence=True, line=True, syntax="inner: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_inner(val, ctx, compiled, scope):
     """The root cause matches: the first exception of a fatal chain, or X in a "...failed: X" wrapper message
     (`Context.inner`). Example: `inner: "no kernel image is available"`."""
     return _search_lines(val, ctx.inner, compiled)
 
 
-@leaf("wrapper", regex=True, evidence=True, syntax="wrapper: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("wrapper", regex=True, evidence=True, line=True, syntax="wrapper: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_wrapper(val, ctx, compiled, scope):
     """The outermost exception of a fatal traceback matches, as `Type: message` (`Context.wrapper`).
     Example: `wrapper: "^Exception: Capture cuda graph failed"`."""
     return _search_lines(val, ctx.wrapper, compiled)
 
 
-@leaf("exception", regex=True, evidence=True, syntax="exception: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("exception", regex=True, evidence=True, line=True, syntax="exception: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_exception(val, ctx, compiled, scope):
     """An exception type of a fatal traceback fully matches RX, as written or by its last dotted part
     (`Section.exc_type`). Example: `exception: OutOfMemoryError` holds for `torch.OutOfMemoryError: ...`."""
@@ -409,7 +698,7 @@ def leaf_xid(val, ctx, compiled, scope):
     return None
 
 
-@leaf("kernel", regex=True, evidence=True, syntax="kernel: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("kernel", regex=True, evidence=True, line=True, syntax="kernel: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_kernel(val, ctx, compiled, scope):
     """A kernel line of the attempt (kernel transport, or a raw line of dmesg shape holding `NVRM:`) matches RX.
     Example: `kernel: "GPU has fallen off the bus"`."""
@@ -534,7 +823,7 @@ def leaf_attempts(val, ctx, compiled, scope):
     return Hit()
 
 
-@leaf("death", regex=True, syntax="death: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("death", regex=True, line=True, syntax="death: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_death(val, ctx, compiled, scope):
     """An engine death event of the attempt matches RX as "name text" (names: `sigquit`, `scheduler_died`,
     `worker_died`, `engine_failed`, ...); the evidence is the death line. Example: `death: "^scheduler_died"`."""
@@ -574,7 +863,7 @@ def leaf_level(val, ctx, compiled, scope):
     return Hit() if any(r.level == val for r in ctx.service) else None
 
 
-@leaf("hint", regex=True, evidence=True, syntax="hint: RX", schema={"$ref": "#/$defs/regexes"})
+@leaf("hint", regex=True, evidence=True, line=True, syntax="hint: RX", schema={"$ref": "#/$defs/regexes"})
 def leaf_hint(val, ctx, compiled, scope):
     """A line of the engine's own "Possible solutions:" block of a fatal traceback matches (`Section.hints`).
     Example: `hint: "--mem-fraction-static"`."""
@@ -582,7 +871,11 @@ def leaf_hint(val, ctx, compiled, scope):
     return _search_lines(val, lines, compiled)
 
 
-@leaf("env", syntax="env: {NAME: RX}", schema={"type": "object"})
+def _env_patterns(val) -> tuple[str, ...]:
+    return tuple(str(v) for v in val.values() if v not in (True, None)) if isinstance(val, dict) else ()
+
+
+@leaf("env", syntax="env: {NAME: RX}", schema={"type": "object"}, patterns=_env_patterns)
 def leaf_env(val, ctx, compiled, scope):
     """Each named environment variable shown in the log (`Config.env`) is set and, unless the value is `true`/null,
     matches RX. Example: `env: {NCCL_P2P_DISABLE: "1"}`."""

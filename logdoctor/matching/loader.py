@@ -20,11 +20,7 @@ from logdoctor.core.limits import RULE_FILE_CAP, human
 from logdoctor.core.paths import PACKAGE
 from logdoctor.core.vocab import CAUSES, OPS, TIER_NAMES
 from logdoctor.core.vocab import PHASES_OR_UNKNOWN as PHASES
-from logdoctor.matching.conditions import LEAVES as _REGISTRY
-
-LEAVES = tuple(_REGISTRY)
-COMBINATORS = ("all", "any", "none")
-REGEX_LEAVES = tuple(name for name, lf in _REGISTRY.items() if lf.regex)
+from logdoctor.matching.conditions import AllNode, LeafNode, Node, from_data, leaves, parse
 
 
 def bundled_rules_dir() -> Path:
@@ -81,6 +77,15 @@ class Rule:
     path: str = ""
     compiled: dict = field(default_factory=dict, repr=False)
     warnings: tuple[str, ...] = ()  # old-shape keys the file used, a missing tier (`rules lint` prints them)
+    # `match` parsed (matching/conditions.py `parse`): built by the loader as it checks the file, kept in the rule
+    # cache as its `cache_data()` (rebuilt here); a Rule made in code gets it from `match` here
+    cond: AllNode = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.cond is None:
+            self.cond = parse(self.match)
+        elif not isinstance(self.cond, Node):
+            self.cond = from_data(self.cond)  # type: ignore[assignment]
 
     @property
     def fallback(self) -> bool:
@@ -92,23 +97,7 @@ class Rule:
 
     def regexes(self) -> set[str]:
         """Every regex of the rule's regex leaves (the prefilter's patterns, matching/prefilter.py)."""
-        out: set[str] = set()
-        _regex_leaf_values(self.match, out)
-        return out
-
-
-def _regex_leaf_values(cond, out: set[str]) -> None:
-    if isinstance(cond, list):
-        for c in cond:
-            _regex_leaf_values(c, out)
-    elif isinstance(cond, dict):
-        for k, v in cond.items():
-            if k in REGEX_LEAVES:
-                out.update(
-                    str(p.get("regex", "") if isinstance(p, dict) else p) for p in (v if isinstance(v, list) else [v])
-                )
-            elif isinstance(v, (list, dict)):
-                _regex_leaf_values(v, out)
+        return {p for lf in leaves(self.cond) for p in lf.searches}
 
 
 def rule_dirs(extra: tuple[str, ...] | list[str] = ()) -> list[Path]:
@@ -184,22 +173,10 @@ def _seed(entry: dict) -> bool:
     return True
 
 
-def rule_patterns(cond) -> list[tuple[str, str]]:
-    """(leaf, pattern) for every regex a condition tree holds: the regex leaves and the `env:` value patterns."""
-    out: list[tuple[str, str]] = []
-    if isinstance(cond, list):
-        for c in cond:
-            out += rule_patterns(c)
-    elif isinstance(cond, dict):
-        for key, val in cond.items():
-            if key in REGEX_LEAVES:
-                for p in val if isinstance(val, list) else [val]:
-                    out.append((key, str(p.get("regex", "") if isinstance(p, dict) else p)))
-            elif key == "env" and isinstance(val, dict):
-                out += [(key, str(v)) for v in val.values() if v not in (True, None)]
-            elif key in COMBINATORS or key == "not":
-                out += rule_patterns(val)
-    return out
+def rule_patterns(cond: Node) -> list[tuple[str, str]]:
+    """(leaf, pattern) for every regex a condition tree holds: the regex leaves and e.g. the `env:` value patterns
+    (`Leaf.patterns` of the registry)."""
+    return [(lf.name, p) for lf in leaves(cond) for p in lf.patterns]
 
 
 def guard_regexes(rule: Rule) -> None:
@@ -207,7 +184,7 @@ def guard_regexes(rule: Rule) -> None:
     backtracking lint (matching/regexsafe.py). A pattern that may not run is a RuleError naming the file."""
     from logdoctor.matching.regexsafe import compile_user
 
-    for key, pat in rule_patterns(rule.match):
+    for key, pat in rule_patterns(rule.cond):
         if pat in rule.compiled:
             continue
         try:
@@ -326,7 +303,8 @@ def _build(
     fixes = _fixes(data, fail)
     _check_templates(data, fixes, fail)
     compiled: dict = {}
-    _check_cond(data["match"], compiled, fail, compile_regexes)
+    check = partial(_check_patterns, compiled=compiled, fail=fail) if compile_regexes else None
+    cond = parse(data["match"], fail, check)  # the problems of `match:` in file order, the tree built as it goes
     examples, pinned = _examples(data, fail)
     conf = _confidence(data, fail)
     tier, warnings = _tier(data, fail)
@@ -351,6 +329,7 @@ def _build(
         path=str(path),
         compiled=compiled,
         warnings=warnings,
+        cond=cond,
     )
 
 
@@ -451,30 +430,9 @@ def _tier(data: dict, fail) -> tuple[str, tuple[str, ...]]:
     return "generic", ("no tier: it defaults to generic (docs/rules.md, Precedence: choose one)",)
 
 
-def _check_cond(cond, compiled: dict, fail, compile_regexes: bool = True) -> None:
-    if isinstance(cond, list):
-        for c in cond:
-            _check_cond(c, compiled, fail, compile_regexes)
-        return
-    if not isinstance(cond, dict) or not cond:
-        fail("match", f"a condition must be a mapping, got {str(cond)[:80]!r}")
-        return
-    for key, val in cond.items():
-        if key in COMBINATORS:
-            if not isinstance(val, list):
-                fail(key, f"{key}: expects a list of conditions")
-                continue
-            _check_cond(val, compiled, fail, compile_regexes)
-        elif key == "not":
-            _check_cond(val, compiled, fail, compile_regexes)
-        elif key in LEAVES:
-            if compile_regexes:
-                for leaf, p in rule_patterns({key: val}):
-                    _check_regex(leaf, p, compiled, fail)
-        elif key == "scope":
-            continue
-        else:
-            fail(key, f"unknown condition {key!r} (known: {', '.join(LEAVES + COMBINATORS)}, not)")
+def _check_patterns(lf: LeafNode, *, compiled: dict, fail) -> None:
+    for p in lf.patterns:
+        _check_regex(lf.name, p, compiled, fail)
 
 
 def _check_regex(key: str, p: str, compiled: dict, fail) -> None:

@@ -84,8 +84,8 @@ def requirement(pattern: str):
 
 
 def patterns(rules) -> set[str]:
-    """Every regex of the rules' regex leaves (each loader Rule names its own: `Rule.regexes`, so that this module
-    imports no rule code)."""
+    """Every regex of the rules' regex leaves (each loader Rule names its own: `Rule.regexes`, read from its parsed
+    condition tree, so that this module imports no rule code)."""
     out: set[str] = set()
     for r in rules:
         out |= r.regexes()
@@ -188,13 +188,10 @@ def warm(rules) -> None:
     _automaton(frozenset(vocabulary(rules)))
 
 
-def can_match(val, present: Present) -> bool:
-    """Can any pattern of a regex leaf value (a pattern, a list of them, or {regex: ...}) match the text?"""
-    pats = val if isinstance(val, list) else [val]
-    for p in pats:
-        if isinstance(p, dict):
-            p = p.get("regex", "")
-        if satisfied(requirement(str(p)), present):
+def can_match(patterns: Iterable[str], present: Present) -> bool:
+    """Can any of a regex leaf's patterns (`LeafNode.searches`, matching/conditions.py) match the text?"""
+    for p in patterns:
+        if satisfied(requirement(p), present):
             return True
     return False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from logdoctor.core.lean import dataclass
 from logdoctor.matching import prefilter
-from logdoctor.matching.conditions import Context, Hit, evaluate
+from logdoctor.matching.conditions import Context, Hit
 from logdoctor.matching.decide import EARLY_EVIDENCE_SLACK, confidence, score
 from logdoctor.matching.loader import Rule
 
@@ -36,7 +36,7 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
     for rule in rules:
         if not rule.applies_to(ctx.engine):
             continue
-        hit = evaluate(rule.match, ctx, rule.compiled)
+        hit = rule.cond.eval(ctx, rule.compiled)
         if hit is None:
             continue
         off_phase = bool(rule.phases) and a.phase not in rule.phases and a.phase != "unknown"

@@ -41,10 +41,10 @@ def schema_problems(data: dict, path, text: str = "") -> list[str]:
         )
         if extra:  # point at the unexpected key itself, and say what it is: a misspelt condition is the usual case
             key = extra[0]
-            in_match = any(str(p) in ("match", "any", "all", "none", "not") for p in e.path)
-            if in_match:  # the loader's own words for it, so lint and explain say it the same way
-                from logdoctor.matching.conditions import COMBINATORS, LEAVES  # the leaf registry, as the loader
+            from logdoctor.matching.conditions import COMBINATORS, LEAVES  # the leaf registry, as the loader
 
+            in_match = any(str(p) == "match" or str(p) in COMBINATORS for p in e.path)
+            if in_match:  # the loader's own words for it, so lint and explain say it the same way
                 msg = f"unknown condition {key!r} (known: {', '.join((*LEAVES, *COMBINATORS))})"
             else:
                 msg = f"unknown field {key!r} ({msg})"

@@ -98,30 +98,12 @@ def _signatures() -> list[str]:
 
 
 def _rule_patterns() -> list[str]:
-    """The message-level regexes of every bundled rule (frame/file leaves match traceback frames, which only a
-    full parse of a failing attempt sees)."""
+    """The line-level regexes of every bundled rule (`Leaf.line` in the leaf registry: frame/file leaves match
+    traceback frames, which only a full parse of a failing attempt sees)."""
+    from logdoctor.matching.conditions import leaves
     from logdoctor.matching.loader import load_rules
 
-    out: list[str] = []
-    keys = ("message", "error", "inner", "wrapper", "exception", "kernel", "death", "hint")
-
-    def walk(c):
-        if isinstance(c, dict):
-            for k, v in c.items():
-                if k in keys:
-                    for p in v if isinstance(v, list) else [v]:
-                        p = p.get("regex", "") if isinstance(p, dict) else p
-                        if p:
-                            out.append(_unanchor(str(p)))
-                elif isinstance(v, (dict, list)):
-                    walk(v)
-        elif isinstance(c, list):
-            for x in c:
-                walk(x)
-
-    for r in load_rules(()):
-        walk(r.match)
-    return out
+    return [_unanchor(p) for r in load_rules(()) for lf in leaves(r.cond) if lf.spec.line for p in lf.patterns if p]
 
 
 # lines every healthy log is full of: a pattern that matches one of these (a rule's catch-all `.+`) would select
