@@ -16,12 +16,11 @@ is reported as evidence.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import field
 
 from logdoctor.core.lean import dataclass
-from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD
+from logdoctor.core.records import KERNEL
 from logdoctor.history import AttemptRow
 from logdoctor.timeline.attempts import outcome as attempt_outcome
 from logdoctor.timeline.build import PHASE_INDEX, Attempt, Timeline
@@ -88,21 +87,6 @@ HOST_CHECKS = (
 BREAKER_MIN_HOSTS = 4
 BREAKER_WINDOW_S = 6 * 3600
 BREAKER_CONFIDENCE = cf.BREAKER_CAP
-_UNIT_IN_TEXT = re.compile(r"\b([\w@.:\\-]+\.service)\b")
-_UNIT_RUN = re.compile(r"[\w@.:\\-]+")  # a unit name match lies inside one such run
-
-
-def _unit_in_text(text: str):
-    """_UNIT_IN_TEXT.search, run only on the runs that hold ".service" (the same match: the pattern has no
-    lookbehind and every \\w is in the run's class): a long dotted run without it no longer costs quadratic time."""
-    if ".service" not in text:
-        return None
-    for run in _UNIT_RUN.finditer(text):
-        if ".service" in run.group():
-            m = _UNIT_IN_TEXT.search(run.group())
-            if m:
-                return m
-    return None
 
 
 @dataclass
@@ -159,19 +143,13 @@ def _sha1(data: bytes):
 
 
 def unit_of(tl: Timeline, hint: str | None = None) -> str:
+    """The unit the history keys this service by: the caller's (`--unit`, mangled as journald names units), else
+    the one the timeline named (timeline/units.py, the one home of "which unit is the engine")."""
     if hint:
         from logdoctor.input.sources.journal import mangle_unit
 
         return mangle_unit(hint)
-    for r in tl.records:
-        if r.unit and r.transport in (SERVICE, SYSTEMD):
-            return r.unit
-    for r in tl.records:
-        if r.transport == SYSTEMD:
-            m = _unit_in_text(r.msg)
-            if m:
-                return m[1]
-    return ""
+    return tl.unit or ""
 
 
 def host_of(a: Attempt, hint: str | None = None) -> str:
