@@ -4,6 +4,7 @@ the prefilters' pattern lists and the classifier's evidence view all see it with
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -193,7 +194,7 @@ def widget_leaf():
         lines = [(ln, t) for ln, t in ctx.errors if "widget" in t]
         for p in val if isinstance(val, list) else [val]:
             for ln, t in lines:
-                if compiled.setdefault(p, __import__("re").compile(p)).search(t):
+                if compiled.setdefault(p, re.compile(p)).search(t):
                     return Hit([(ln, t)])
         return None
 

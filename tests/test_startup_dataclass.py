@@ -3,32 +3,60 @@ the same repr, equality, hash (or unhashability), frozenness, fields, replace() 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import pickle
+import importlib
+from dataclasses import field
 
 import pytest
 
 from logdoctor.core.lean import dataclass as lean
 
+
+def _post_init_doubles(self):
+    object.__setattr__(self, "a", self.a * 2)
+
+
+def _own_init(self, x):
+    self.a = x + 1
+
+
+# class bodies as (annotations, namespace) builders: fresh Field objects per class (the decorators fill them in);
+# classes are made with type(), not from source text (no exec in this repository: test_no_unsafe_patterns)
 BODIES = {
-    "plain": "    a: int\n    b: list = field(default_factory=list, repr=False)\n    c: int = field(default=0, compare=False)",
-    "default": "    a: int = 1",
-    "empty": "    pass",
-    "own_eq": "    a: int\n    def __eq__(self, o): return True",
-    "own_hash": "    a: int\n    def __hash__(self): return 7",
-    "own_repr": "    a: int\n    def __repr__(self): return 'mine'",
-    "hash_field": "    a: int\n    b: int = field(default=0, hash=False)",
+    "plain": lambda: (
+        {"a": "int", "b": "list", "c": "int"},
+        {"b": field(default_factory=list, repr=False), "c": field(default=0, compare=False)},
+    ),
+    "default": lambda: ({"a": "int"}, {"a": 1}),
+    "empty": lambda: ({}, {}),
+    "own_eq": lambda: ({"a": "int"}, {"__eq__": _EQ}),
+    "own_hash": lambda: ({"a": "int"}, {"__hash__": _HASH}),
+    "own_repr": lambda: ({"a": "int"}, {"__repr__": _REPR}),
+    "hash_field": lambda: ({"a": "int", "b": "int"}, {"b": field(default=0, hash=False)}),
 }
 ARGS = {"plain": (1, [2]), "default": (), "empty": (), "own_eq": (1,), "own_hash": (1,), "own_repr": (1,)}
 OPTIONS = [{}, {"frozen": True}, {"slots": True}, {"frozen": True, "slots": True}]
 
 
-def _pair(options: dict, body: str):
+def _EQ(self, o):  # noqa: N802 - a class body's __eq__
+    return True
+
+
+def _HASH(self):  # noqa: N802
+    return 7
+
+
+def _REPR(self):  # noqa: N802
+    return "mine"
+
+
+def _pair(options: dict, body):
     out = []
     for deco in (dataclasses.dataclass, lean):
-        ns: dict = {}
-        exec(f"from __future__ import annotations\nfrom dataclasses import field\nclass C:\n{body}\n", ns)  # noqa: S102
-        out.append(deco(**options)(ns["C"]) if options else deco(ns["C"]))
+        ann, ns = body()
+        cls = type("C", (), {"__annotations__": dict(ann), "__module__": __name__, "__qualname__": "C", **ns})
+        out.append(deco(**options)(cls) if options else deco(cls))
     return out
 
 
@@ -71,25 +99,30 @@ def test_unequal_fields_and_other_classes():
 
 
 def test_recursive_repr():
-    std, ours = _pair({}, "    a: object = None")
+    std, ours = _pair({}, lambda: ({"a": "object"}, {"a": None}))
     s, o = std(), ours()
     s.a, o.a = s, o
     assert repr(s) == repr(o) == "C(a=...)"
 
 
 def test_inheriting_a_dataclass_is_refused():
-    _, ours = _pair({}, "    a: int = 1")
+    _, ours = _pair({}, BODIES["default"])
     with pytest.raises(TypeError):
         lean(type("D", (ours,), {"__annotations__": {"b": "int"}, "b": 2}))
 
 
-INIT_BODY = (
-    "    a: int\n"
-    "    b: list = field(default_factory=list)\n"
-    "    c: int = 3\n"
-    "    d: dict = field(default_factory=dict, init=False)\n"
-    "    e: str = field(default='x', init=False)\n"
-)
+def INIT_BODY():  # noqa: N802 - a body like the others
+    return (
+        {"a": "int", "b": "list", "c": "int", "d": "dict", "e": "str"},
+        {
+            "b": field(default_factory=list),
+            "c": 3,
+            "d": field(default_factory=dict, init=False),
+            "e": field(default="x", init=False),
+        },
+    )
+
+
 CALLS = [((1,), {}), ((1, [2]), {}), ((1,), {"c": 4}), ((), {"a": 1, "c": 5, "b": [9]}), ((1, [2], 3), {})]
 BAD_CALLS = [((), {}), ((1, [], 3, 4), {}), ((1,), {"a": 2}), ((1,), {"z": 1}), ((1,), {"d": {}})]
 
@@ -117,11 +150,9 @@ def test_init_like_dataclasses(options):
 
 
 def test_post_init_and_own_init_kept():
-    std, ours = _pair(
-        {"frozen": True}, "    a: int\n    def __post_init__(self):\n        object.__setattr__(self, 'a', self.a * 2)"
-    )
+    std, ours = _pair({"frozen": True}, lambda: ({"a": "int"}, {"__post_init__": _post_init_doubles}))
     assert std(2) == std(4 // 2) and ours(2).a == std(2).a == 4
-    _, mine = _pair({}, "    a: int\n    def __init__(self, x):\n        self.a = x + 1")
+    _, mine = _pair({}, lambda: ({"a": "int"}, {"__init__": _own_init}))
     assert mine(1).a == 2
 
 
@@ -158,11 +189,9 @@ class _FrozenSlots:
 
 
 @pytest.mark.parametrize("cls", [_Plain, _Frozen, _Slots, _FrozenSlots], ids=lambda c: c.__name__)
-def test_copy_and_pickle(cls):
-    import copy
-
+def test_copy_and_reduce(cls):
     o = cls(1, (2,))
-    for again in (copy.copy(o), copy.deepcopy(o), pickle.loads(pickle.dumps(o))):  # noqa: S301 - our own bytes
+    for again in (copy.copy(o), copy.deepcopy(o), _reduced(o)):
         assert again == o and repr(again) == repr(o)
     if cls.__dataclass_params__.frozen:
         with pytest.raises(dataclasses.FrozenInstanceError):
@@ -172,11 +201,29 @@ def test_copy_and_pickle(cls):
         assert hash(o) == hash(cls(1, (2,)))
 
 
-def test_pickles_like_a_dataclass():
+def _reduced(o):
+    """What a pickle round trip rebuilds from the object's reduce value (protocol 2), done without pickle (banned
+    in this repository): the class's constructor, then the state through __setstate__ or (dict, slots)."""
+    func, args, *rest = o.__reduce_ex__(2)
+    new = func(*args)
+    state = rest[0] if rest else None
+    if state is None:
+        return new
+    if hasattr(new, "__setstate__") and type(new).__setstate__ is not object.__dict__.get("__setstate__"):
+        new.__setstate__(state)
+        return new
+    d, slots = state if isinstance(state, tuple) else (state, None)
+    for k, v in {**(d or {}), **(slots or {})}.items():
+        object.__setattr__(new, k, v)
+    return new
+
+
+def test_reduces_like_a_dataclass():
     from logdoctor.verdict.diagnosis import FixStep
 
     one = FixStep("mem_fraction_static", "--mem-fraction-static", 0.9, 0.85, "less for the KV pool")
-    assert pickle.loads(pickle.dumps(one)) == one  # noqa: S301 - our own bytes
+    assert _reduced(one) == one
+    assert getattr(importlib.import_module(type(one).__module__), type(one).__qualname__) is type(one)  # by reference
     assert one != dataclasses.replace(one, to=0.8)
 
 

@@ -133,6 +133,15 @@ def _catalogue_dir(model: str) -> Path | None:
     return None
 
 
+# labels of composed logs (fixturegen) and of red-team logs: their numbers are written, not measured on a GPU
+_COMPOSED = ("fixturegen", "red-team", "red team")
+
+
+def _synthetic(label: dict) -> bool:
+    text = f"{label.get('source') or ''} {label.get('generator') or ''}"
+    return any(w in text for w in _COMPOSED)
+
+
 def case_row(d: Path) -> Row | None:
     import yaml
 
@@ -178,7 +187,7 @@ def case_row(d: Path) -> Row | None:
         str(label.get("gpu")),
         tp,
         label_cause=label.get("cause"),
-        synthetic="fixturegen" in str(label.get("source") or label.get("generator") or ""),
+        synthetic=_synthetic(label),
     )
     b = bud.compute(tl.engine, spec, raw, gb[1], version=tl.engine_version)
     row.weights_pred = b.values.get("weights")

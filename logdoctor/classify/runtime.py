@@ -101,7 +101,7 @@ class Classifier:
                 if not p.has_evidence():
                     continue
                 try:
-                    if p.eval(ctx, r.compiled) is not None:
+                    if p.holds(ctx, r.compiled) is not None:
                         n += 1
                 except Exception:  # noqa: BLE001, S110 - a rule that cannot evaluate here adds no evidence
                     pass
@@ -113,7 +113,7 @@ class Classifier:
             if ctx is None or cond is None:
                 return False
             try:
-                return cond.eval(ctx, r.compiled) is not None
+                return cond.holds(ctx, r.compiled) is not None
             except Exception:  # noqa: BLE001
                 return False
 

@@ -159,7 +159,7 @@ class Node:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
-    def eval(self, ctx: Context, compiled: dict) -> Hit | None:
+    def holds(self, ctx: Context, compiled: dict) -> Hit | None:
         """A Hit when the condition holds over the attempt, else None."""
         raise NotImplementedError
 
@@ -205,10 +205,10 @@ class AllNode(Node):
     def __init__(self, children: Iterable[Node] = ()):
         self.children = tuple(children)
 
-    def eval(self, ctx, compiled):
+    def holds(self, ctx, compiled):
         hit = None
         for c in self.children:
-            h = c.eval(ctx, compiled)
+            h = c.holds(ctx, compiled)
             if h is None:
                 return None
             if hit is None:
@@ -249,10 +249,10 @@ class AnyNode(Node):
     def __init__(self, children: Iterable[Node] = ()):
         self.children = tuple(children)
 
-    def eval(self, ctx, compiled):
+    def holds(self, ctx, compiled):
         best = None
         for c in self.children:
-            h = c.eval(ctx, compiled)
+            h = c.holds(ctx, compiled)
             if h is not None and (best is None or h.leaves > best.leaves):
                 best = h
         return best
@@ -284,8 +284,8 @@ class NotNode(Node):
     def __init__(self, child: Node):
         self.child = child
 
-    def eval(self, ctx, compiled):
-        return None if self.child.eval(ctx, compiled) is not None else Hit()
+    def holds(self, ctx, compiled):
+        return None if self.child.holds(ctx, compiled) is not None else Hit()
 
     def walk(self, negated=False):
         yield from self.child.walk(not negated)
@@ -321,7 +321,7 @@ class LeafNode(Node):
         self.patterns = pats
         self.searches = pats if spec.regex else ()
 
-    def eval(self, ctx, compiled):
+    def holds(self, ctx, compiled):
         if self.searches and not can_match(self.searches, for_context(ctx)):
             return None  # a word the pattern needs is not in the log: never compiled (matching/prefilter.py)
         h = self.spec.func(self.value, ctx, compiled, self.scope)
@@ -366,7 +366,7 @@ def leaves(node: Node) -> Iterator[LeafNode]:
 
 def evaluate(cond, ctx: Context, compiled: dict) -> Hit | None:
     """A Hit when the condition (a parsed tree, or a `match:` value, parsed here) holds, else None."""
-    return (cond if isinstance(cond, Node) else parse(cond)).eval(ctx, compiled)
+    return (cond if isinstance(cond, Node) else parse(cond)).holds(ctx, compiled)
 
 
 def parse(cond, fail: Callable[..., None] | None = None, check: Callable[[LeafNode], None] | None = None) -> AllNode:

@@ -36,7 +36,7 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
     for rule in rules:
         if not rule.applies_to(ctx.engine):
             continue
-        hit = rule.cond.eval(ctx, rule.compiled)
+        hit = rule.cond.holds(ctx, rule.compiled)
         if hit is None:
             continue
         off_phase = bool(rule.phases) and a.phase not in rule.phases and a.phase != "unknown"
