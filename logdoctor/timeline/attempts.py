@@ -21,6 +21,7 @@ from logdoctor.core import rxcache
 from logdoctor.core.lean import dataclass
 from logdoctor.core.records import META, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.engines import each
+from logdoctor.timeline import decisive as dcs
 from logdoctor.timeline import units
 
 FOREIGN = "foreign"  # Record.extra key set on lines of other programs
@@ -45,8 +46,7 @@ _CONFIG = rxcache.compile("|".join(STARTS))
 _PROGRAM_LINE = rxcache.compile(
     r"^(?:Traceback \(most recent call last\)|\s*File \"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|"
     r"terminate called|\s*what\(\):|Fatal Python error|Segmentation fault|Aborted|Killed\b|"
-    r"(?:CUDA|NCCL|Cuda|cuda)\b.{0,40}(?:error|failure|failed)|\*\*\* |#\d+ |\s+at |"
-    r"usage: [\w.\-]+ |[\w.\-]+: error: )"  # argparse: "usage: prog [-h] ...", "prog: error: argument ..."
+    r"(?:CUDA|NCCL|Cuda|cuda)\b.{0,40}(?:error|failure|failed)|\*\*\* |#\d+ |\s+at )"
 )
 
 
@@ -60,7 +60,9 @@ def written_by_a_program(records: list[Record]) -> bool:
             return True
         if r.ident or r.unit or r.host or r.pid is not None or r.rank or r.proc or r.extra.get("wrapper"):
             return True
-        if _PROGRAM_LINE.match(r.msg) or _CONFIG.search(r.msg[:200]):
+        if _PROGRAM_LINE.match(r.msg) or dcs.PARSER_USAGE.match(r.msg) or dcs.PARSER_ERROR.match(r.msg):
+            return True
+        if _CONFIG.search(r.msg[:200]):
             return True
     return False
 
@@ -193,7 +195,7 @@ def _mine(o: Ownership, r: Record, by_pid: bool) -> bool:
     return by_pid and r.pid is not None and r.pid in o.pids
 
 
-_SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
+SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
 # the unit's process is gone: systemd's words now, and before v236 ("main process exited", "holdoff time over,
 # scheduling restart", "entered failed state"), as an older host still logs them
 _SD_EXIT = rxcache.compile(
@@ -220,7 +222,7 @@ class _Cutter:
         if r.transport == SYSTEMD and self.own.own_systemd(r.msg, r.unit):
             # "Starting X..." then ExecStartPre output then "Started X" is one start: a start line opens a new
             # attempt only once the current one has exited, or when it holds no start line of its own yet
-            new = bool(_SD_STARTED.match(r.msg) and self.has_own and (self.exited or not self.has_start))
+            new = bool(SD_STARTED.match(r.msg) and self.has_own and (self.exited or not self.has_start))
             if _SD_EXIT.search(r.msg):
                 self.exited = True
             return new
@@ -244,7 +246,7 @@ class _Cutter:
 
     def joined(self, r: Record) -> None:
         """Record `r` is now part of the current attempt."""
-        if r.transport == SYSTEMD and _SD_STARTED.match(r.msg) and self.own.own_systemd(r.msg, r.unit):
+        if r.transport == SYSTEMD and SD_STARTED.match(r.msg) and self.own.own_systemd(r.msg, r.unit):
             self.has_start = True
         if r.transport != SERVICE or r.extra.get(FOREIGN) or not r.msg.strip():
             return  # a blank line (a paste's first line, a quote's empty line) is nobody's: no attempt of its own

@@ -127,7 +127,6 @@ def _error_rx() -> tuple:
     return _ERROR_RX
 
 
-_SD_STARTED = rxcache.compile(r"^(?:Started|Starting) (?P<what>.+?)\.{0,3}$")
 _SD_EXIT = rxcache.compile(r"Main process exited, code=(?P<code>\w+), status=(?P<status>\d+)/(?P<signame>[\w-]+)")
 _SD_RESULT = rxcache.compile(r"Failed with result '(?P<result>[\w-]+)'")
 _SD_RESTART = rxcache.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
@@ -316,7 +315,7 @@ class _Reading:
                 return
         if r.transport != SERVICE or not r.msg or r.extra.get(att.FOREIGN):
             return
-        if msg.startswith("usage: "):  # argparse prints its usage as it parses the command line: the launch is here
+        if dcs.PARSER_USAGE.match(msg):  # argparse prints its usage as it parses the command line: the launch is here
             self.start_seen = True
         hit = mk.match(self.marker_tab, r.msg) if self.marker_tab else None
         rk = _rank_key(r, self.engine)
@@ -660,7 +659,7 @@ def _systemd_event(r: Record) -> Event | None:
         return Event(r.line, "systemd", "restart", values={"restarts": m.group("n")}, text=msg, ts=r.ts)
     if _SD_TIMEOUT.search(msg):
         return Event(r.line, "systemd", "timeout", values={"timeout": "start"}, text=msg, ts=r.ts)
-    m = _SD_STARTED.match(msg)
+    m = att.SD_STARTED.match(msg)
     if m and not msg.startswith("Starting"):
         return Event(r.line, "systemd", "started", text=msg, ts=r.ts)
     return None

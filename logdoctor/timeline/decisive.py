@@ -224,7 +224,7 @@ def _read_error_lines(d: Decisive, a, ready_line: int) -> None:
             continue
         leveled = r.level in ("ERROR", "CRITICAL") and bool(r.msg.strip())
         bare = not leveled and is_bare_fatal(r.msg)
-        if not (leveled or bare or _EXC_LINE.match(r.msg) or _CHECK_FAILED.match(r.msg) or _PARSER_ERROR.match(r.msg)):
+        if not (leveled or bare or _EXC_LINE.match(r.msg) or _CHECK_FAILED.match(r.msg) or PARSER_ERROR.match(r.msg)):
             continue
         if follow is None:
             follow = Followed.of(a, d, ready_line)
@@ -237,9 +237,10 @@ def _read_error_lines(d: Decisive, a, ready_line: int) -> None:
 
 
 _EXC_LINE = rxcache.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception): ")
-_PARSER_ERROR = rxcache.compile(
-    r"^[\w.\-]+: error: "
-)  # argparse's last words before exit 2: "prog: error: argument ..."
+# argparse's two shapes (one place: the prose check, the decisive errors and the launch-seen test read them):
+# its usage block, printed as it parses the command line, and its last words before exit 2
+PARSER_USAGE = rxcache.compile(r"^usage: [\w.\-]+ ")
+PARSER_ERROR = rxcache.compile(r"^[\w.\-]+: error: ")
 # a line that is itself a CUDA / NCCL error report (not a warning that mentions one): the catalogue decides if fatal
 _BARE = rxcache.compile(
     r"^(?:[A-Za-z_][\w.]*(?:Error|Exception): )?(?:CUDA (?:driver )?error: |NCCL error\b|"

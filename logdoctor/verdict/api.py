@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from logdoctor.classify import calibration
+from logdoctor.core import rxcache
 from logdoctor.core.records import ReadResult
 from logdoctor.core.vocab import TIERS, UNKNOWN
 from logdoctor.matching.conditions import Context
@@ -553,8 +554,9 @@ def _evidence(win: Candidate, a: Attempt, tl: Timeline) -> tuple[list[Evidence],
     lines = {ln for ln, _ in win.hit.evidence if ln and ln not in own}
     records = a.records
     if lines:
-        earlier = [r for b in tl.attempts if b is not a and b.start_line <= a.end_line for r in b.records]
-        records = a.records + [r for r in earlier if r.line in lines]
+        records = records + [
+            r for b in tl.attempts if b is not a and b.start_line <= a.end_line for r in b.records if r.line in lines
+        ]
     quoted, derived = quote(records, win.hit.evidence)
     return [Evidence(ln, text) for ln, text in quoted][:5], derived
 
@@ -577,8 +579,8 @@ def _fmt(x):
 _MISSING = "\x00missing\x00"
 
 
-_UNIT_WORD = re.compile(r"(?<![\w-])UNIT(?![\w-])")
-_UNIT_NAME = re.compile(r"[A-Za-z0-9][\w@.:\-]{0,254}")  # systemd's unit name characters: safe to paste in a shell
+_UNIT_WORD = rxcache.compile(r"(?<![\w-])UNIT(?![\w-])")
+_UNIT_NAME = rxcache.compile(r"[A-Za-z0-9][\w@.:\-]{0,254}")  # systemd's unit name characters: safe to paste in a shell
 
 
 def _named(text: str, unit: str | None) -> str:
