@@ -18,7 +18,7 @@ from datetime import datetime
 from logdoctor.core.errors import InputError
 from logdoctor.core.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
 from logdoctor.engines.prefixes import split_prefix
-from logdoctor.input.formats import Outer, container, journal_export, journal_json, journal_text, wrappers
+from logdoctor.input.formats import Outer, container, journal_export, journal_json, journal_text, logfmt, wrappers
 from logdoctor.input.formats.clean import clean, mostly_control
 from logdoctor.input.intake import Damage, repair, sniff
 
@@ -171,6 +171,8 @@ class _LineReader:
             return
         if line[:1] in ("{", "\x1e") and self._json(i, line):
             return
+        if "=" in line[:48] and self._logfmt(i, line):
+            return
         if self.prev_outer is not None and line[:1].isspace() and self._continuation(i, line):
             return
         outer = self._outer(line)
@@ -196,6 +198,18 @@ class _LineReader:
             self._unparsed(i, line, "broken journal JSON (truncated line?)")
             return True
         return False
+
+    def _logfmt(self, i: int, line: str) -> bool:
+        """A logfmt line (formats/logfmt.py): its message, which may hold several lines, as JSON's MESSAGE is read."""
+        fields = logfmt.parse_line(line)
+        if fields is None:
+            return False
+        for rec in _entry_records(logfmt.outer(fields), i, i):
+            _emit(self.records, self.stats, rec, count=False)
+        self.stats.parsed += 1
+        self.stats.count_format("logfmt")
+        self.prev_outer, self.prev_rec = None, self.records[-1] if self.records else self.prev_rec
+        return True
 
     def _continuation(self, i: int, line: str) -> bool:
         """An indented continuation of a multi-line message in short output."""
