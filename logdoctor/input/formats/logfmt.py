@@ -13,7 +13,9 @@ from logdoctor.input.formats import Outer
 MSG_KEYS = ("msg", "message", "log", "line")
 _TS_KEYS = ("ts", "time", "timestamp", "@timestamp")
 _WRITER_KEYS = ("container", "container_name", "app", "service_name", "service", "job")
-_PAIR = rxcache.compile(r'([A-Za-z_@][\w.@\-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)(?:[ \t]+|$)')
+# a pair starts at the line's start or after a blank, and nothing in it gives back what it took (possessive): one
+# pass over the line, also for a long run of key characters with no "=" (tests/test_regex_linear.py)
+_PAIR = rxcache.compile(r'(?<![^ \t])([A-Za-z_@][\w.@\-]*+)=("(?:[^"\\]|\\.)*+"|[^\s"]*+)(?:[ \t]+|$)')
 _ESCAPE = rxcache.compile(r"\\(.)")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
