@@ -258,3 +258,59 @@ def test_explain_path_compiles_no_dataclass_method(tmp_path):
     root = Path(__file__).resolve().parent.parent
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=root, timeout=120)
     assert "created 0" in r.stderr, r.stderr[-2000:]
+
+
+def _written_init_classes():
+    """The lean dataclasses of the package whose class body writes its own `__init__` (the per-line hot ones)."""
+    import inspect
+    import pkgutil
+
+    import logdoctor
+
+    found = []
+    for info in pkgutil.walk_packages(logdoctor.__path__, "logdoctor."):
+        if info.name.startswith(("logdoctor.__main__", "logdoctor.classify.train", "logdoctor.cli")):
+            continue
+        mod = importlib.import_module(info.name)
+        for obj in vars(mod).values():
+            if (
+                inspect.isclass(obj)
+                and obj.__module__ == mod.__name__
+                and dataclasses.is_dataclass(obj)
+                and "__init__" in obj.__dict__
+                and obj.__init__.__qualname__.endswith(f"{obj.__name__}.__init__")
+                and obj.__init__.__code__.co_filename == inspect.getsourcefile(obj)
+            ):
+                found.append(obj)
+    return found
+
+
+def test_written_inits_match_their_fields():
+    """A hand-written `__init__` (kept by the decorator, compiled into the module's bytecode) takes exactly the
+    fields, in order, with their defaults; a field with a factory takes None and gets a fresh value."""
+    import inspect
+
+    classes = _written_init_classes()
+    assert {c.__name__ for c in classes} >= {"Record", "Prefix", "Outer", "Peeled", "Event"}
+    for cls in classes:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        fs = [f for f in dataclasses.fields(cls) if f.init]
+        assert [p.name for p in params] == [f.name for f in fs], cls
+        for p, f in zip(params, fs):
+            if f.default_factory is not dataclasses.MISSING:
+                assert p.default is None, (cls, f.name)
+            elif f.default is dataclasses.MISSING:
+                assert p.default is inspect.Parameter.empty, (cls, f.name)
+            else:
+                assert p.default == f.default, (cls, f.name)
+        required = [f.name for f in fs if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        args = {name: object() for name in required}
+        a, b = cls(**args), cls(**args)
+        for f in dataclasses.fields(cls):  # every field set: to the argument, the default, or a fresh factory value
+            va = getattr(a, f.name)
+            if f.name in args:
+                assert va is args[f.name]
+            elif f.default_factory is not dataclasses.MISSING:
+                assert va == f.default_factory() and va is not getattr(b, f.name)
+            else:
+                assert va == f.default

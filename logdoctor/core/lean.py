@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 from _thread import get_ident
+from collections import deque
 from collections.abc import Callable
+from itertools import repeat
 from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform, overload
 
@@ -53,57 +55,77 @@ def _install(cls: type, name: str, fn: Any) -> None:
         setattr(cls, name, fn)
 
 
-def _maker(f: dataclasses.Field) -> Callable[[], Any]:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory
-    value = f.default
-    return lambda: value
-
-
 def _init(cls: type, fs: tuple[dataclasses.Field, ...], frozen: bool, slots: bool) -> Callable[..., None]:
-    """The `__init__` the standard decorator would generate for these fields, without compiling one per class."""
+    """The `__init__` the standard decorator would generate for these fields, without compiling one per class.
+
+    Per call it does C-level work only, whatever the field count (it runs once per log line on triage's path: a
+    loop over the fields was ~10x a generated `__init__`): the values are a copy of a template dict (the plain
+    defaults, in field order) updated from the positional and keyword arguments, checked by set operations, and
+    set in one `__dict__.update` (or, with slots, one `map` of the setter over the items)."""
     missing = dataclasses.MISSING
     params = tuple(f for f in fs if f.init)
     names = tuple(f.name for f in params)
     n = len(names)
-    # per parameter: (default value or MISSING, factory or None)
-    defaults = tuple((f.default, None if f.default_factory is missing else f.default_factory) for f in params)
-    position = {name: i for i, name in enumerate(names)}
-    # every field the __init__ sets, in field order: (name, its parameter's position or None, the value maker of a
-    # field outside the parameters: its factory, or (slots: no class attribute to fall back on) its default)
-    plan = tuple(
-        (f.name, position.get(f.name), None if f.init else _maker(f))
+    known = frozenset(names)
+    # the required parameters come first (the standard decorator refuses a default before a non-default)
+    required = sum(1 for f in params if f.default is missing and f.default_factory is missing)
+    # every field the __init__ sets, in field order, with its plain default (None until an argument or a factory
+    # gives it): the parameters, the fields with a factory, and (slots: no class attribute to fall back on) the
+    # fields outside the parameters with a default
+    template = {
+        f.name: None if f.default is missing else f.default
         for f in fs
         if f.init or f.default_factory is not missing or (slots and f.default is not missing)
+    }
+    # (position among the parameters, or n for a field outside them; name; factory)
+    factories = tuple(
+        (names.index(f.name) if f.init else n, f.name, f.default_factory)
+        for f in fs
+        if f.default_factory is not missing
     )
     put = object.__setattr__ if frozen else setattr
+    # a field that is a data descriptor of the class (a property of the same name, say) must be set through it
+    # (and a class with its own __setattr__ gets it called, as a generated `self.name = value` would)
+    direct = (
+        not slots
+        and (frozen or cls.__setattr__ is object.__setattr__)
+        and not any(hasattr(type(getattr(cls, name, None)), "__set__") for name in template)
+    )
     post = hasattr(cls, "__post_init__")
     qual = cls.__qualname__
+    repeat_, deque_, map_ = repeat, deque, map
+
+    def _refuse(na: int, kw: dict) -> None:
+        if na > n:
+            raise TypeError(f"{qual}.__init__() takes {n + 1} positional arguments but {na + 1} were given")
+        for name in kw:
+            if name not in known:
+                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {name!r}")
+        for name in names[:na]:
+            if name in kw:
+                raise TypeError(f"{qual}.__init__() got multiple values for argument {name!r}")
+        for name in names[na:required]:
+            if name not in kw:
+                raise TypeError(f"{qual}.__init__() missing 1 required positional argument: {name!r}")
 
     def __init__(self, *args, **kw):
-        if len(args) > n:
-            raise TypeError(f"{qual}.__init__() takes {n + 1} positional arguments but {len(args) + 1} were given")
-        vals = list(args)
-        if kw or len(vals) < n:
-            for i in range(len(vals)):
-                if names[i] in kw:
-                    raise TypeError(f"{qual}.__init__() got multiple values for argument {names[i]!r}")
-            for i in range(len(vals), n):
-                name = names[i]
-                if name in kw:
-                    vals.append(kw.pop(name))
-                    continue
-                value, factory = defaults[i]
-                if factory is not None:
-                    vals.append(factory())
-                elif value is not missing:
-                    vals.append(value)
-                else:
-                    raise TypeError(f"{qual}.__init__() missing 1 required positional argument: {name!r}")
-            if kw:
-                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {next(iter(kw))!r}")
-        for name, i, factory in plan:
-            put(self, name, vals[i] if i is not None else factory())
+        na = len(args)
+        if na > n or (kw and not (known.issuperset(kw) and kw.keys().isdisjoint(names[:na]))):
+            _refuse(na, kw)
+        values = template.copy()
+        if na:
+            values.update(zip(names, args))
+        if kw:
+            values.update(kw)
+        if na < required and not kw.keys() >= set(names[na:required]):
+            _refuse(na, kw)
+        for i, name, factory in factories:
+            if i >= na and name not in kw:
+                values[name] = factory()
+        if direct:
+            self.__dict__.update(values)
+        else:
+            deque_(map_(put, repeat_(self), values, values.values()), 0)
         if post:
             self.__post_init__()
 

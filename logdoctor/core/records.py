@@ -46,6 +46,50 @@ class Record:
     prefix_engine: str | None = None  # which engine's prefix was recognised ("sglang", "vllm", "torch")
     extra: dict[str, str] = field(default_factory=dict)  # extra journal fields (_BOOT_ID, UNIT, EXIT_STATUS, ...)
 
+    def __init__(  # written out: one per log line (tests/test_startup_dataclass.py checks it against the fields)
+        self,
+        line: int,
+        msg: str,
+        text: str = "",
+        end_line: int = 0,
+        fmt: str = "raw",
+        ts: datetime | None = None,
+        host: str | None = None,
+        ident: str | None = None,
+        unit: str | None = None,
+        pid: int | None = None,
+        priority: int | None = None,
+        transport: Transport = SERVICE,
+        level: str | None = None,
+        engine_ts: str | None = None,
+        proc: str | None = None,
+        rank: str | None = None,
+        src: str | None = None,
+        continuation: bool = False,
+        prefix_engine: str | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        self.line = line
+        self.msg = msg
+        self.text = text
+        self.end_line = end_line
+        self.fmt = fmt
+        self.ts = ts
+        self.host = host
+        self.ident = ident
+        self.unit = unit
+        self.pid = pid
+        self.priority = priority
+        self.transport = transport
+        self.level = level
+        self.engine_ts = engine_ts
+        self.proc = proc
+        self.rank = rank
+        self.src = src
+        self.continuation = continuation
+        self.prefix_engine = prefix_engine
+        self.extra = {} if extra is None else extra
+
     @property
     def last_line(self) -> int:
         return self.end_line or self.line

@@ -33,6 +33,26 @@ class Prefix:
     src: str | None = None
     tag_pid: int | None = None
 
+    def __init__(  # written out: one per log line (tests/test_startup_dataclass.py checks it against the fields)
+        self,
+        body: str,
+        engine: str | None = None,
+        level: str | None = None,
+        ts: str | None = None,
+        proc: str | None = None,
+        rank: str | None = None,
+        src: str | None = None,
+        tag_pid: int | None = None,
+    ) -> None:
+        self.body = body
+        self.engine = engine
+        self.level = level
+        self.ts = ts
+        self.proc = proc
+        self.rank = rank
+        self.src = src
+        self.tag_pid = tag_pid
+
 
 _SGL = rxcache.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?)(?P<tags>(?: (?:TP|DP|PP|EP|CP|ATTN_DP|MOE_DP)\d+)*)\] ?"

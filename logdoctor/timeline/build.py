@@ -171,6 +171,26 @@ class Event:
     values: dict = field(default_factory=dict)
     ts: datetime | None = None
 
+    def __init__(  # written out: one per marker line (tests/test_startup_dataclass.py checks it against the fields)
+        self,
+        line: int,
+        kind: EventKind,
+        name: str,
+        phase: str | None = None,
+        rank: str | None = None,
+        text: str = "",
+        values: dict | None = None,
+        ts: datetime | None = None,
+    ) -> None:
+        self.line = line
+        self.kind = kind
+        self.name = name
+        self.phase = phase
+        self.rank = rank
+        self.text = text
+        self.values = {} if values is None else values
+        self.ts = ts
+
 
 @dataclass(slots=True)
 class PhaseSpan:
@@ -328,7 +348,10 @@ class _Reading:
             self.events.append(ev)
             self.deaths.append(ev)
         if r.rank or r.proc:
-            self.ranks.setdefault(rk, RankView(rk)).lines += 1
+            view = self.ranks.get(rk)
+            if view is None:
+                view = self.ranks[rk] = RankView(rk)
+            view.lines += 1
 
     def systemd(self, r: Record) -> None:
         ev = _systemd_event(r)
@@ -351,7 +374,9 @@ class _Reading:
     def marker(self, r: Record, rk: str, m: mk.Marker, vals: dict) -> None:
         if m.edge in ("config", "version") or m.name in ("server_args", "version", "non_default_args"):
             self.start_seen = True
-        view = self.ranks.setdefault(rk, RankView(rk))
+        view = self.ranks.get(rk)
+        if view is None:
+            view = self.ranks[rk] = RankView(rk)
         _advance(view, m, r)
         self.tracker.feed(m)
         if m.edge == "ready":

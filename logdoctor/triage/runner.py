@@ -25,6 +25,7 @@ from logdoctor.triage.analyse import analyse_entries, analyse_lines
 from logdoctor.triage.inputs import NOT_LOG_SUFFIXES, InputSpec, LogStream, Skipped, Unreadable, open_logs
 
 CONTEXT_ATTEMPTS = 3
+DIRECT_SEGMENT = 256 << 10  # a segment with a failure cue up to this size is analysed in full at once
 NO_SERVICE = "no lines of an inference service in it"
 
 
@@ -247,8 +248,11 @@ def _scan_rows(stream, head: bytes, stats: ScanStats, meta: dict, log: LogStream
             reduced = _text(seg.lines(full=False))
             # a failure word is only a cue (an NCCL INFO "Failed to open libibverbs" is in every healthy IB-less
             # start): the reduced lines hold every line the prefilter hit, so an attempt they show healthy is
-            # healthy; one they show failing is read again in full, with the attempts before it as context
-            got = analyse_lines(reduced, meta, healthy_only=seg.signal)
+            # healthy; one they show failing is read again in full, with the attempts before it as context. A
+            # small segment with a cue is read in full straight away: the check would cost about what it saves
+            # (an analysis costs milliseconds whatever its length, and most such segments fail)
+            direct = seg.signal and not seg.overflow and seg.raw_bytes <= DIRECT_SEGMENT
+            got = None if direct else analyse_lines(reduced, meta, healthy_only=seg.signal)
             if got is None:
                 lines = _text(seg.lines(full=True))
                 if context:

@@ -69,6 +69,24 @@ class Peeled:
     ts: datetime | None = None
     ident: str | None = None
 
+    def __init__(  # written out: one per log line (tests/test_startup_dataclass.py checks it against the fields)
+        self,
+        body: str,
+        wrapper: str | None = None,
+        proc: str | None = None,
+        rank: str | None = None,
+        pid: int | None = None,
+        ts: datetime | None = None,
+        ident: str | None = None,
+    ) -> None:
+        self.body = body
+        self.wrapper = wrapper
+        self.proc = proc
+        self.rank = rank
+        self.pid = pid
+        self.ts = ts
+        self.ident = ident
+
 
 def detect(lines: list[str]) -> tuple[frozenset[str], str | None]:
     """Which ambiguous wrappers (srun labels) this log uses, and an unknown prefix most lines share (or None)."""
