@@ -30,28 +30,46 @@ class BoundaryCheck:
         if not text.endswith("\n"):
             lines = lines[:-1]  # a cut last line
         self.sample = [l.rstrip("\r") for l in lines if l.strip()][:SAMPLE_LINES]
+        # answers by the line's shape up to just past its dump words, digits as 0: a log's config lines differ in
+        # their times, pids and ranks, and each reading costs a parse of the sample (~1 ms)
+        self._known: dict[bytes, bool] = {}
 
     def is_config(self, line: bytes) -> bool:
         """The line is a config dump / version banner where `attempts.split` would see one."""
-        if not _maybe(line):
+        at = _word_at(line)
+        if at < 0:
             return False
-        from logdoctor.input.read import read_lines
-        from logdoctor.timeline.attempts import _CONFIG
+        key = line[: at + _SHAPE].translate(_DIGITS)
+        known = self._known.get(key)
+        if known is None:
+            from logdoctor.input.read import read_lines
+            from logdoctor.timeline.attempts import _CONFIG
 
-        text = line.decode("utf-8", "replace").rstrip("\r")
-        rec = read_lines(self.sample + [text]).records[-1]
-        return not rec.continuation and _CONFIG.search(rec.msg) is not None
+            text = line.decode("utf-8", "replace").rstrip("\r")
+            rec = read_lines(self.sample + [text]).records[-1]
+            known = not rec.continuation and _CONFIG.search(rec.msg) is not None
+            if len(self._known) >= 256:
+                self._known.clear()
+            self._known[key] = known
+        return known
 
 
-def _maybe(line: bytes) -> bool:
-    """Cheap reject: a message can start with server_args= only after a prefix; after a name, "(", ",", "=" or "."
-    it is a call's argument (the other engines' dump words have no such look-alike)."""
-    if any(w in line for w in _WORDS):
-        return True
+_SHAPE = 96  # bytes past the dump word's start that a config pattern may read (a banner's version words)
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _word_at(line: bytes) -> int:
+    """Where the last of the dump words that can start a message first appears (-1: none does): the line's shape up
+    to there decides. Cheap reject: a message can start with server_args= only after a prefix; after a name, "(",
+    ",", "=" or "." it is a call's argument (the other engines' dump words have no such look-alike)."""
+    at = -1
+    for w in _WORDS:
+        at = max(at, line.find(w))
     for word in _KWARGS:
         i = line.find(word)
         while i >= 0:
             if i == 0 or line[i - 1] not in _ARG_BEFORE:
-                return True
+                at = max(at, i)
+                break
             i = line.find(word, i + 1)
-    return False
+    return at
