@@ -107,3 +107,26 @@ def test_a_crash_keeps_its_own_engine_after_attempts_of_another(tmp_path):
         d.cause,
         d.rule,
     )
+
+
+def test_boundary_answers_kept_by_line_shape_not_by_first_answer():
+    """The check keeps its answer per line shape (digits as 0, up to the dump words): the same dump at another time
+    and rank is a boundary; a message that only mentions server_args= later on its line is not, whatever was asked
+    before; and a traceback's keyword argument is not."""
+    head = "".join(
+        f"May 23 10:00:0{i} gpu1 python3[2314]: [2026-05-23 10:00:0{i}] INFO loading step {i}\n" for i in range(5)
+    ).encode()
+    check = BoundaryCheck(head)
+    dump = (
+        b"May 23 10:00:05 gpu1 python3[2314]: [2026-05-23 10:00:05] server_args=ServerArgs(model_path='m', tp_size=2)"
+    )
+    later = (
+        b"May 23 11:42:17 gpu1 python3[9921]: [2026-05-23 11:42:17] server_args=ServerArgs(model_path='m', tp_size=4)"
+    )
+    prose = b"May 23 11:42:18 gpu1 python3[9921]: [2026-05-23 11:42:18] INFO restarting with server_args=ServerArgs(x)"
+    call = b"May 23 11:42:19 gpu1 python3[9921]:     launch_server(server_args=server_args)"
+    assert check.is_config(dump)
+    assert check.is_config(later)
+    assert not check.is_config(prose)
+    assert not check.is_config(call)
+    assert check.is_config(dump)  # asked again after the others
