@@ -98,6 +98,8 @@ _CANONICAL: tuple[Lever, ...] = (
     Lever("dtype", "enum", choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
     Lever("trust_remote_code", "bool"),
     Lever("speculative_algorithm", "str"),
+    Lever("spec_topk", "int", bounds=(1, None), growth="pow2", note="draft-tree branches per step (EAGLE)"),
+    Lever("page_size", "int", bounds=(1, None), growth="pow2", note="tokens per KV-cache page"),
     Lever("max_seq_len_to_capture", "int", bounds=(1, None), align=1024),
     Lever("swap_space", "int", bounds=(0, None), note="GiB of CPU swap per GPU"),
     Lever(
@@ -455,6 +457,7 @@ def step(
     avoid: Iterable[object] = (),
     bound: float | int | None = None,
     value: object = None,
+    at_least: float | None = None,
 ) -> object | None:
     """The next value for ``lever`` under ``op`` (``set`` takes ``value``), or None when no new value is possible.
 
@@ -462,7 +465,9 @@ def step(
     in the same direction until the lever's bounds, further limited by ``bound`` (a cap for raise/double, a
     floor for lower/halve), run out. Relative ops need a numeric ``current`` (None, "auto", or SGLang's -1 =
     disabled give None). Examples: raise mem_fraction 0.88 -> 0.92 (cap 0.95); lower 0.9 -> 0.85; halve
-    context_length 131072 -> 65536 (multiples of 1024 when large); raise tp_size 2 -> 4 (powers of two)."""
+    context_length 131072 -> 65536 (multiples of 1024 when large); raise tp_size 2 -> 4 (powers of two).
+    ``at_least`` (raise/double): the smallest value that can work, as the log's own numbers say (a step short of it
+    would fail the same way): the first step at or above it, e.g. raise mem_fraction 0.8 with at_least 0.875 -> 0.88."""
     lv = _lever(lever)
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
@@ -499,7 +504,7 @@ def step(
     up = op in ("raise", "double")
     for v in _candidates(lv, cur, op, lo, hi):
         v = int(v) if lv.kind == "int" else float(v)
-        if (v > cur if up else v < cur) and fresh(v):  # a cap below current is no "raise"
+        if (v > cur if up else v < cur) and fresh(v) and (not up or at_least is None or v >= at_least):
             return v
     return None
 

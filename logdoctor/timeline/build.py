@@ -419,10 +419,13 @@ def _attempt(
         systemd=rd.sd,
         kernel=rd.kernel,
         readings=rd.readings,
-        start_seen=rd.start_seen,
+        start_seen=rd.start_seen or "command line" in config.sources,  # the launch command is the launch
     )
     _decide(a, rd.tracker.phase, rd.ready_line, rd.deaths, marker_tab, engine)
     return a
+
+
+POOL_MIN_SHARE = 0.03  # the least share of the GPU worth a KV pool: 2.4 GB of an 80 GB card
 
 
 def _derive(readings: dict, levers: dict, raw: dict, engine: str) -> None:
@@ -434,6 +437,10 @@ def _derive(readings: dict, levers: dict, raw: dict, engine: str) -> None:
     if not (isinstance(w, float) and isinstance(total, float) and total > 0):
         return
     readings["weights_share"] = round(w / total, 3)
+    # SGLang's pool is what the static fraction leaves after everything on the GPU when the weights were loaded
+    # (profile_max_num_token: available - total x (1 - fraction)), so a pool of any size needs more than the
+    # weights' share; POOL_MIN_SHARE more gives it a few GB (a flag value: rounded up to hundredths)
+    readings["mem_fraction_needed"] = math.ceil(round((w / total + POOL_MIN_SHARE) * 100, 6)) / 100
     if not isinstance(frac, (int, float)) or isinstance(frac, bool):
         return
     readings["static_left"] = round(float(frac) - w / total, 3)

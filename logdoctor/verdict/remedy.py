@@ -115,10 +115,19 @@ class _Planning:
 
     def _relative(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
         """raise/lower/halve/double from the value in force, within the rule's bound, to a value not tried."""
-        bound = f.max if f.op in ("raise", "double") else f.min if f.op in ("lower", "halve") else None
-        new = lv.step(f.lever, current, f.op, avoid=tried | {current}, bound=bound)
+        up = f.op in ("raise", "double")
+        bound = f.max if up else f.min if f.op in ("lower", "halve") else None
+        # a raise with a value: the least that can work, from the log's own numbers (a reading such as
+        # mem_fraction_needed); a smaller step would fail the same way
+        need = (
+            _number(_fill(f.value, self.captures, self.attempt.config.levers)) if up and f.value is not None else None
+        )
+        new = lv.step(f.lever, current, f.op, avoid=tried | {current}, bound=bound, at_least=need)
         if new is None:
-            self.notes.append(f"{flag} is already at its bound ({current})")
+            if need is not None and bound is not None and need > bound:
+                self.notes.append(f"{flag} would have to reach {need:g} for this to work, above the {bound:g} cap")
+            else:
+                self.notes.append(f"{flag} is already at its bound ({current})")
             return None
         new = self._checked(f, new)
         if new is _REFUSED:
