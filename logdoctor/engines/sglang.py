@@ -389,6 +389,8 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
         "dtype": _side(_S("--dtype"), _F("dtype"), "auto"),
         "trust_remote_code": _side(_S("--trust-remote-code", switch=True), _F("trust_remote_code"), False),
         "speculative_algorithm": _side(_S("--speculative-algorithm"), _F("speculative_algorithm")),
+        "spec_topk": _side(_S("--speculative-eagle-topk"), _F("speculative_eagle_topk")),
+        "page_size": _side(_S("--page-size"), _F("page_size"), 1),
         "cpu_offload": _side(_S("--cpu-offload-gb"), _F("cpu_offload_gb"), 0),
         "watchdog_timeout": _side(_S("--watchdog-timeout"), _F("watchdog_timeout"), 300),
         "dist_timeout": _side(_S("--dist-timeout"), _F("dist_timeout")),

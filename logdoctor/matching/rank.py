@@ -2,7 +2,8 @@
 
 Score = the rule's precedence tier + specificity (leaves matched) + evidence position (root-cause lines at or before
 the first fatal line beat shutdown debris after it) − a penalty when the rule is scoped to phases the failure was not
-in; equal scores go to the rule whose evidence starts earlier. The numbers, and the confidence that follows from the
+in; equal scores go to the rule whose evidence starts earlier, then to a rule written for the engine over one for any
+engine (it reads that engine's own wording of the same line). The numbers, and the confidence that follows from the
 ranking, live in matching/decide.py; the tiers in vocab.TIERS.
 """
 
@@ -43,7 +44,7 @@ def candidates(rules: list[Rule], ctx: Context) -> list[Candidate]:
         lines = [ln for ln, _ in hit.evidence if ln]
         early = bool(lines) and bool(a.fatal_line) and min(lines) <= a.fatal_line + EARLY_EVIDENCE_SLACK
         out.append(Candidate(rule, hit, score(rule.tier, hit.leaves, off_phase, early)))
-    out.sort(key=lambda c: (-c.score, _first_line(c), c.rule.id))
+    out.sort(key=lambda c: (-c.score, _first_line(c), "any" in c.rule.engines, c.rule.id))
     if any(c.rule.fallback for c in out) and not all(c.rule.fallback for c in out):
         out = [c for c in out if not c.rule.fallback]  # a catch-all yields to any other rule that fired
     return out
