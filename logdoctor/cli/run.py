@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from logdoctor.core.errors import LogdoctorError
+from logdoctor.core.errors import InputError, LogdoctorError
 
 
 def warn(msg: str) -> None:
@@ -65,7 +65,6 @@ def open_history(history_path, no_history):
 
             raise UsageError("give --history PATH or --no-history, not both")
         return None
-    from logdoctor.core.errors import InputError
     from logdoctor.history import History, HistoryUnavailable
 
     try:
@@ -91,14 +90,30 @@ def emit_store_warnings(store) -> None:
 def verdict(res, engine: str, unit, store, rule_dirs=()):
     """The verdict on what was read, through the attempt history when a store is open (api.diagnose): one
     implementation for explain, fix and notify."""
+    from logdoctor.core.records import log_shaped
     from logdoctor.verdict.api import diagnose
 
+    if not any(map(log_shaped, res.records)):  # prose, a note, blank lines: no line a program logged
+        d = diagnose(res, engine, rules=tuple(rule_dirs))
+        if not d.failed and d.engine == "unknown":  # nothing to diagnose: refused, not called healthy (exit 2)
+            if store is not None:
+                with store:
+                    pass
+            raise InputError(f"{res.origin}: {NOT_A_LOG}")
+        if store is None:
+            return d
     if store is None:
         return diagnose(res, engine, rules=tuple(rule_dirs))
     with store:
         d = diagnose(res, engine, history=store, rules=tuple(rule_dirs), unit=unit)
     emit_store_warnings(store)
     return d
+
+
+NOT_A_LOG = (
+    "not a log: no line carries a time, a log level or a journal field, no inference engine wrote it and nothing"
+    " in it failed — pipe the service's journal (journalctl -u UNIT -n 1000 --no-pager) or its log file"
+)
 
 
 def explain(
