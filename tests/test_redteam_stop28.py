@@ -1,0 +1,170 @@
+"""Mechanisms behind what a red team found in 20 logs written from the sglang 0.5.3 / vllm 0.11.0 sources without
+our fixtures (stop 28), each tested on lines built here: a fraction raise that the log's own numbers say is too
+small, a torch build without the GPU's architecture, SGLang's speculative topk/page-size check, a `set -x` launch
+line, and prose that is not a log."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import logdoctor
+from logdoctor.engines.levers import step
+
+PFX = "Oct 14 09:12:{s:02d} gpu-node-07 python3[41234]: "
+
+
+def _sglang_pool_oom(frac: float, before: float, after: float) -> str:
+    """SGLang TP1 start whose pool sizing fails: the weights leave `after` of the `before` GB free."""
+    lines = [
+        "Oct 14 09:12:01 gpu-node-07 systemd[1]: Started sglang.service - SGLang.",
+        f"[2025-10-14 09:12:06] server_args=ServerArgs(model_path='m', mem_fraction_static={frac}, tp_size=1, "
+        "port=30000)",
+        "[2025-10-14 09:12:16 TP0] Init torch distributed begin.",
+        "[2025-10-14 09:12:17 TP0] Init torch distributed ends. mem usage=1.12 GB",
+        f"[2025-10-14 09:12:17 TP0] Load weight begin. avail mem={before:.2f} GB",
+        f"[2025-10-14 09:12:50 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+        f"avail mem={after:.2f} GB, mem usage={before - after:.2f} GB.",
+        "[2025-10-14 09:12:51 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+        f"self.server_args.mem_fraction_static={frac}",
+    ]
+    return "\n".join(ln if ln.startswith("Oct") else PFX.format(s=20 + i) + ln for i, ln in enumerate(lines)) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("frac", "before", "after"),
+    [(0.8, 77.93, 12.11), (0.7, 79.0, 30.0), (0.85, 139.5, 21.0), (0.6, 44.0, 12.5)],
+)
+def test_fraction_raise_clears_the_weights_share(frac, before, after):
+    """SGLang's pool is fraction x total − (total − free after load): a raise must pass the weights' share, not
+    take one step (0.8 → 0.84 fails again when the weights take 0.845)."""
+    d = logdoctor.diagnose(_sglang_pool_oom(frac, before, after))
+    assert d.cause == "kv_cache_oom"
+    share = (before - after) / before
+    raise_ = next(f for f in d.fixes if f.lever == "mem_fraction")
+    assert raise_.to > share and raise_.to > frac
+    if d.rule == "sglang.kv-pool.not-enough-memory":  # (below SGLang's own choice: that choice is proposed)
+        assert raise_.to <= max(round(share + 0.05, 2), frac + 0.04 + 1e-9)  # the least that works, not the cap
+
+
+def test_fraction_needed_above_the_cap_is_not_proposed():
+    d = logdoctor.diagnose(_sglang_pool_oom(0.9, 80.0, 2.0))  # weights take 0.975 of the GPU
+    assert all(f.lever != "mem_fraction" for f in d.fixes)
+    assert any("above the 0.95 cap" in n for n in d.notes)
+    assert d.fixes and d.fixes[0].lever == "tp_size"
+
+
+def test_step_at_least():
+    assert step("mem_fraction", 0.8, "raise", at_least=0.875, bound=0.95) == 0.88
+    assert step("mem_fraction", 0.8, "raise", at_least=0.81, bound=0.95) == 0.84  # the usual step already clears it
+    assert step("mem_fraction", 0.8, "raise", at_least=0.97, bound=0.95) is None
+    assert step("mem_fraction", 0.8, "raise", at_least=0.88, avoid=[0.88], bound=0.95) == 0.92
+
+
+TORCH_WARN = [
+    "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:287: UserWarning:",
+    "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.",
+    "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
+]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_torch_without_the_gpu_arch_proposes_no_flag(engine):
+    """The failing kernel is torch's own: no attention backend or memory flag helps."""
+    if engine == "sglang":
+        head = ["[2025-10-24 09:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-4B', attention_backend='fa3')"]
+        tail = [
+            "[2025-10-24 09:00:07] Load weight begin. avail mem=30.83 GB",
+            "[2025-10-24 09:00:08] Scheduler hit an exception: Traceback (most recent call last):",
+            "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device",
+        ]
+    else:
+        head = ["INFO 11-25 10:06:20 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-4B'}"]
+        tail = [
+            "ERROR 11-25 10:06:23 [core.py:632] EngineCore failed to start.",
+            "ERROR 11-25 10:06:23 [core.py:632] RuntimeError: CUDA error: no kernel image is available for execution"
+            " on the device",
+        ]
+    d = logdoctor.diagnose("\n".join(head + TORCH_WARN + tail) + "\n")
+    assert d.cause == "kernel_arch_mismatch"
+    assert d.rule == "any.torch.build-lacks-gpu-arch"
+    assert d.fixes == [] and d.no_flag_change
+
+
+def _spec_launch(prefix: str, error: str) -> str:
+    return (
+        "Started sglang-eagle.service - SGLang EAGLE3.\n"
+        f"{prefix}python3 -m sglang.launch_server --model-path m --speculative-algorithm EAGLE3 "
+        "--speculative-draft-model-path d --speculative-eagle-topk 8 --page-size 16 --attention-backend fa3\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/server_args.py", line 1119, in _handle_speculative_decoding\n'
+        "    raise ValueError(\n"
+        f"ValueError: {error}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "speculative_eagle_topk > 1 with page_size > 1 is unstable and produces incorrect results for paged attention "
+        "backends. This combination is only supported for the 'flashinfer' backend.",
+        "speculative_eagle_topk(8) > 1 with page_size(16) > 1 is unstable and produces incorrect results for paged "
+        "attention backends. This combination is only supported for the 'flashinfer' backend.",
+    ],
+)
+@pytest.mark.parametrize("prefix", ["+ ", "+ exec ", ""])
+def test_speculative_topk_with_pages_names_the_three_flags(error, prefix):
+    d = logdoctor.diagnose(_spec_launch(prefix, error))
+    assert d.cause == "config_invalid" and d.phase == "launch"
+    got = {(f.flag, f.to) for f in d.fixes}
+    assert got == {("--page-size", 1), ("--attention-backend", "flashinfer"), ("--speculative-eagle-topk", 1)}
+    assert d.window["start_seen"]  # the launch command is the launch: its flags are known
+
+
+def test_engine_rule_wins_a_tie_with_an_any_engine_rule():
+    """Same score and the same evidence line: the rule written for the engine reads that engine's wording."""
+    d = logdoctor.diagnose(
+        _spec_launch(
+            "",
+            "speculative_eagle_topk > 1 with page_size > 1 is unstable and produces incorrect results "
+            "for paged attention backends. This combination is only supported for the 'flashinfer' backend.",
+        )
+    )
+    assert d.rule == "sglang.speculative.topk-with-paged-backend"
+
+
+def _explain(text: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "logdoctor", "explain", "--no-history", "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The server would not start this morning. I think it ran out of memory,\nthen it failed again after a retry.\n",
+        "a\n\n\n",
+    ],
+)
+def test_prose_is_not_a_log(text):
+    r = _explain(text)
+    assert r.returncode == 2, r.stdout
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "not a log" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bare_traceback_paste_is_still_diagnosed():
+    r = _explain(
+        "Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 1, in forward\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    assert r.returncode == 1, r.stderr
+    assert "illegal_memory_access" in r.stdout
