@@ -168,3 +168,61 @@ def test_a_bare_traceback_paste_is_still_diagnosed():
     )
     assert r.returncode == 1, r.stderr
     assert "illegal_memory_access" in r.stdout
+
+
+def _journal_forward() -> list[str]:
+    p = "Oct 26 10:00:{:02d} gpu-node-07 vllm[812]: "
+    e = "(EngineCore_DP0 pid=830) "
+    return [
+        "Oct 26 10:00:01 gpu-node-07 systemd[1]: Started vllm.service - vLLM.",
+        p.format(3) + "(APIServer pid=812) INFO 10-26 10:00:03 [utils.py:326] non-default args: {'model': 'm', "
+        "'max_model_len': 131072}",
+        p.format(9) + e + "INFO 10-26 10:00:09 [gpu_model_runner.py:1911] Starting to load model m...",
+        p.format(30) + e + "INFO 10-26 10:00:30 [gpu_worker.py:298] Available KV cache memory: 4.31 GiB",
+        p.format(31) + e + "ERROR 10-26 10:00:31 [core.py:708] EngineCore failed to start.",
+        p.format(31) + e + "ERROR 10-26 10:00:31 [core.py:708] Traceback (most recent call last):",
+        p.format(31) + e + "ERROR 10-26 10:00:31 [core.py:708] ValueError: To serve at least one request with the "
+        "models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache "
+        "memory (4.31 GiB). Based on the available memory, the estimated maximum model length is 35296.",
+        "Oct 26 10:00:32 gpu-node-07 systemd[1]: vllm.service: Main process exited, code=exited, status=1/FAILURE",
+        "Oct 26 10:00:32 gpu-node-07 systemd[1]: vllm.service: Failed with result 'exit-code'.",
+    ]
+
+
+def test_newest_first_journal_is_read_in_time_order():
+    """journalctl -r: the phase comes from markers before the death, as in the forward journal."""
+    from logdoctor.input.read import read_bytes
+    from logdoctor.verdict.api import diagnose
+
+    fwd = _journal_forward()
+    a = diagnose(read_bytes(("\n".join(fwd) + "\n").encode()))
+    res = read_bytes(("\n".join(reversed(fwd)) + "\n").encode())
+    b = diagnose(res)
+    assert (b.cause, b.phase, b.rule) == (a.cause, a.phase, a.rule) == ("kv_cache_oom", "memory_pool", b.rule)
+    assert any("newest first" in w for w in res.warnings)
+    assert not any("newest first" in w for w in read_bytes(("\n".join(fwd) + "\n").encode()).warnings)
+
+
+def test_entries_keep_their_continuation_lines():
+    from logdoctor.input.order import newest_first, oldest_first
+
+    lines = [
+        "2025-10-26T10:00:05+0000 h app[1]: third",
+        "2025-10-26T10:00:04+0000 h app[1]: second, two lines",
+        "    its continuation",
+        "2025-10-26T10:00:03+0000 h app[1]: first",
+        "2025-10-26T10:00:02+0000 h app[1]: zeroth",
+    ]
+    assert newest_first(lines)
+    assert oldest_first(lines) == [lines[4], lines[3], lines[1], lines[2], lines[0]]
+    assert not newest_first(oldest_first(lines))
+    # a concatenation of two forward logs (the newer one first) steps back once: not reversed
+    two = oldest_first(lines) + [ln.replace("2025-10-26", "2025-10-25") for ln in oldest_first(lines)]
+    assert not newest_first(two)
+
+
+def test_newest_first_json_entries():
+    from logdoctor.input.order import newest_first
+
+    lines = [f'{{"__REALTIME_TIMESTAMP":"{1761472800000000 - i * 1000000}","MESSAGE":"m{i}"}}' for i in range(6)]
+    assert newest_first(lines) and not newest_first(lines[::-1])

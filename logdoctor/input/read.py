@@ -18,6 +18,7 @@ from datetime import datetime
 from logdoctor.core.errors import InputError
 from logdoctor.core.records import KERNEL, META, SERVICE, SYSTEMD, ReadResult, Record, Stats, Unparsed
 from logdoctor.engines.prefixes import split_prefix
+from logdoctor.input import order
 from logdoctor.input.formats import Outer, container, journal_export, journal_json, journal_text, logfmt, wrappers
 from logdoctor.input.formats.clean import clean, mostly_control
 from logdoctor.input.intake import Damage, repair, sniff
@@ -78,7 +79,15 @@ def read_bytes(
     del text
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line is not an extra empty line
+    reversed_in = order.newest_first(lines)
+    if reversed_in:
+        lines = order.oldest_first(lines)
     res = read_lines(lines, origin, year=year)
+    if reversed_in:
+        res.warnings.append(
+            f"{origin}: the journal runs newest first (journalctl -r): read in time order, so line numbers count from"
+            " the oldest entry"
+        )
     st = res.stats
     st.bad_bytes, st.nul_bytes, st.cut_lines, st.cut_bytes, st.long_lines, st.encoding = (
         bad_bytes,
