@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from logdoctor.core.errors import InputError
 from logdoctor.core.limits import LINE_CAP
 from logdoctor.core.records import ReadResult
+from logdoctor.input import order
 from logdoctor.input.intake import Damage, chunk_notes, repair_chunk, sniff
 from logdoctor.input.read import decode, read_lines
 from logdoctor.input.stream import EVIDENCE_HEAD, EVIDENCE_RING, HEAD_LINES, Keep
@@ -153,6 +154,11 @@ def read_scanned(fh, origin: str, *, prefix: bytes = b"", year: int | None = Non
 
     keep = Keep()
     res = read_lines(rest(), origin, year=year, head=[t for _, t in head], sink=keep, numbered=True)
+    if order.newest_first([t for _, t in head]):  # put back in order only when read whole (input/order.py)
+        res.warnings.append(
+            f"{origin}: the journal runs newest first (journalctl -r), and an input this large is read as it comes:"
+            " phases and attempts may be misread — run journalctl without -r"
+        )
     if not src.text:
         raise InputError(f"{origin}: empty input — no log lines")
     prog.update(src.nbytes, final=True)
