@@ -19,6 +19,7 @@ LAYERS = [  # lowest first; a module belongs to the first (longest) prefix that 
         "verdict.diagnosis",
         "verdict.evidence",
         "input.intake",
+        "input.order",
         "matching.catalogues",
         "verdict.confidence",
     ),
