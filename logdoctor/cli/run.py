@@ -90,10 +90,10 @@ def emit_store_warnings(store) -> None:
 def verdict(res, engine: str, unit, store, rule_dirs=()):
     """The verdict on what was read, through the attempt history when a store is open (api.diagnose): one
     implementation for explain, fix and notify."""
-    from logdoctor.core.records import log_shaped
+    from logdoctor.timeline.attempts import written_by_a_program
     from logdoctor.verdict.api import diagnose
 
-    if not any(map(log_shaped, res.records)):  # prose, a note, blank lines: no line a program logged
+    if not written_by_a_program(res.records):  # prose, a note, blank lines: no line a program logged
         d = diagnose(res, engine, rules=tuple(rule_dirs))
         if not d.failed and d.engine == "unknown":  # nothing to diagnose: refused, not called healthy (exit 2)
             if store is not None:

@@ -99,20 +99,6 @@ class Record:
         return (self.host, self.pid, self.rank or self.proc)
 
 
-def log_shaped(r: Record) -> bool:
-    """A line some program logged: a time, a level, a journal or container field, an engine's prefix, or a
-    systemd / kernel / journalctl line. A paste of prose or blank lines has none (explain refuses it: exit 2)."""
-    return (
-        r.ts is not None
-        or r.level is not None
-        or r.engine_ts is not None
-        or r.fmt != "raw"
-        or r.transport != SERVICE
-        or r.prefix_engine is not None
-        or r.pid is not None
-    )
-
-
 # Words of a kernel report (GPU driver, OOM killer): the cheap test before kernel_sourced's shape test.
 KERNEL_WORDS = ("NVRM:", "oom-kill", "Out of memory: Killed")
 # A whole line as dmesg prints it: [seconds] or [ctime] (dmesg -T) or neither (dmesg -t, journalctl -k -o cat),
