@@ -19,8 +19,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-FORMAT = 6  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle; 5: user folders schema-checked;
-# 6: Rule.cond, the parsed condition tree
+FORMAT = 7  # 3: Rule.tier replaced Rule.priority; 4: JSON instead of pickle; 5: user folders schema-checked;
+# 6: Rule.cond, the parsed condition tree; 7: the prefilter index as plain lists
 _KEEP = 8  # entries per cache folder (old keys are pruned: a rule author edits often)
 
 

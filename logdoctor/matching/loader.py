@@ -159,7 +159,16 @@ def _index(rules: list[Rule]) -> dict:
     from logdoctor.matching import prefilter
 
     reqs = {p: prefilter.requirement(p) for p in prefilter.patterns(rules)}
-    return {"requirements": reqs, "words": {p: prefilter.pattern_words(p) for p in reqs}}
+    # plain JSON lists, not the cache's tagged tuples and sets: the index is ~60 % of the entry, and a tagged value
+    # costs a decoder hook call each (the prefilter reads a requirement as any sequence)
+    return {
+        "requirements": {p: _lists(r) for p, r in reqs.items()},
+        "words": {p: sorted(prefilter.pattern_words(p)) for p in reqs},
+    }
+
+
+def _lists(req):
+    return [_lists(x) for x in req] if isinstance(req, (tuple, list)) else req
 
 
 def _seed(entry: dict) -> bool:
@@ -169,7 +178,8 @@ def _seed(entry: dict) -> bool:
         return False
     from logdoctor.matching import prefilter
 
-    prefilter.seed(reqs, entry.get("words"))
+    words = entry.get("words")
+    prefilter.seed(reqs, {p: frozenset(ws) for p, ws in words.items()} if isinstance(words, dict) else None)
     return True
 
 
