@@ -19,6 +19,8 @@ try:
 except SystemExit:
     pass
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "sklearn", "scipy", "numpy", "jsonschema"))
+# dataclasses imports inspect (ast, dis, tokenize): ~5 ms of every start; core/lean.py collects fields itself
+heavy += sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)
 print(json.dumps(heavy), file=sys.stderr)
 """
 

@@ -23,11 +23,16 @@ A method the class body writes itself (`__init__`, `__repr__`, `__eq__`, `__hash
 decorator keeps it. `fields()`, `replace()`, `asdict()` and `is_dataclass()` work as on any dataclass;
 `__dataclass_params__` tells the truth (init, repr, eq, frozen). Not offered (TypeError, or use
 `dataclasses.dataclass`): order, unsafe_hash, kw_only, InitVar, and inheriting from another dataclass.
+
+Nor does it import `dataclasses` (which imports `inspect`, and with it `ast`, `dis` and `tokenize`: ~5 ms of every
+start): the fields are collected here, with this module's `field()` (a `dataclasses.field()` is read the same way),
+and `__dataclass_fields__` / `__dataclass_params__` are built from `dataclasses` the first time something asks for
+them (`fields()`, `asdict()`, `is_dataclass()`, the standard `replace()`). `replace()` here needs neither.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import sys
 from _thread import get_ident
 from collections import deque
 from collections.abc import Callable
@@ -36,6 +41,180 @@ from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform, overload
 
 _T = TypeVar("_T")
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()  # no default (dataclasses.MISSING plays this part once `__dataclass_fields__` is built)
+
+
+class Field:
+    """A field's specification, as `dataclasses.Field` holds it (name and type filled in by the decorator)."""
+
+    __slots__ = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare", "metadata")
+
+    def __init__(self, default, default_factory, init, repr, hash, compare, metadata):  # noqa: A002 - its names
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.name: str = ""
+        self.type: Any = None
+        self.default, self.default_factory = default, default_factory
+        self.init, self.repr, self.hash, self.compare, self.metadata = init, repr, hash, compare, metadata
+
+    def __repr__(self) -> str:
+        return f"Field(name={self.name!r}, default={self.default!r}, default_factory={self.default_factory!r})"
+
+
+def field(
+    *,
+    default: Any = MISSING,
+    default_factory: Any = MISSING,
+    init: bool = True,
+    repr: bool = True,  # noqa: A002 - dataclasses.field's names
+    hash: bool | None = None,  # noqa: A002
+    compare: bool = True,
+    metadata: Any = None,
+) -> Any:
+    """dataclasses.field, for this module's decorator."""
+    return Field(default, default_factory, init, repr, hash, compare, metadata)
+
+
+def _spec(value: Any) -> Field | None:
+    """A class-body value as a field spec: this module's Field, a `dataclasses.Field` read the same way, else None
+    (a plain default)."""
+    if value.__class__ is Field:
+        return value
+    if type(value).__name__ == "Field" and type(value).__module__ == "dataclasses":
+        missing = sys.modules["dataclasses"].MISSING
+        return Field(
+            MISSING if value.default is missing else value.default,
+            MISSING if value.default_factory is missing else value.default_factory,
+            value.init,
+            value.repr,
+            value.hash,
+            value.compare,
+            value.metadata,
+        )
+    return None
+
+
+# "ClassVar[...]" as an annotation string (every module here has `from __future__ import annotations`)
+_CLASSVAR = ("ClassVar", "typing.ClassVar", "t.ClassVar")
+
+
+def _collect(cls: type) -> tuple[Field, ...]:
+    """The class's fields in annotation order, with the standard decorator's checks; the class attribute of a field
+    is its plain default (a spec without one is removed), as the standard decorator leaves it."""
+    notes = cls.__dict__.get("__annotations__", {})
+    out = []
+    seen_default = False
+    for name, ann in notes.items():
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
+        if text.startswith(_CLASSVAR) or "InitVar" in text or "KW_ONLY" in text:
+            if text.startswith(_CLASSVAR):
+                continue
+            raise TypeError(f"{cls.__name__}: InitVar and KW_ONLY are not offered here; use dataclasses.dataclass")
+        value = cls.__dict__.get(name, MISSING)
+        f = _spec(value) if value is not MISSING else None
+        if f is None:
+            f = Field(value, MISSING, True, True, None, True, None)
+        f.name, f.type = name, ann
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:  # a list, dict or set shared by all
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+        if f.init:
+            if f.default is MISSING and f.default_factory is MISSING:
+                if seen_default:
+                    raise TypeError(f"non-default argument {name!r} follows default argument")
+            else:
+                seen_default = True
+        if value is not MISSING and _spec(value) is not None:
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        out.append(f)
+    for name, value in cls.__dict__.items():
+        if name not in notes and _spec(value) is not None:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    return tuple(out)
+
+
+def _slotted(cls: type, fs: tuple[Field, ...]) -> type:
+    """The class again with `__slots__` for its fields (as the standard decorator's slots=True makes it)."""
+    if "__slots__" in cls.__dict__:
+        raise TypeError(f"{cls.__name__} already specifies __slots__")
+    body = dict(cls.__dict__)
+    names = tuple(f.name for f in fs)
+    for name in names:
+        body.pop(name, None)  # a default lives in the __init__'s template, not in a class attribute
+    body.pop("__dict__", None)
+    body.pop("__weakref__", None)
+    body["__slots__"] = names
+    qual = getattr(cls, "__qualname__", None)
+    new = type(cls)(cls.__name__, cls.__bases__, body)
+    if qual is not None:
+        new.__qualname__ = qual
+    return new
+
+
+class _StdFields:
+    """`__dataclass_fields__`, built from `dataclasses` the first time it is read (then a plain class attribute)."""
+
+    def __get__(self, obj: Any, owner: type) -> dict:
+        import dataclasses
+
+        out = {}
+        for f in owner.__lean_fields__:  # type: ignore[attr-defined]
+            std: Any = dataclasses.field(
+                default=dataclasses.MISSING if f.default is MISSING else f.default,
+                default_factory=dataclasses.MISSING if f.default_factory is MISSING else f.default_factory,
+                init=f.init,
+                repr=f.repr,
+                hash=f.hash,
+                compare=f.compare,
+                metadata=f.metadata,
+            )
+            std.name, std.type = f.name, f.type
+            std._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+            std.kw_only = False
+            out[f.name] = std
+        type.__setattr__(owner, "__dataclass_fields__", out)
+        return out
+
+
+class _StdParams:
+    """`__dataclass_params__`, built on first read: init, repr and eq true, frozen and slots as asked."""
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        import dataclasses
+
+        frozen, slots = owner.__lean_options__  # type: ignore[attr-defined]
+        cls = dataclasses._DataclassParams  # type: ignore[attr-defined]
+        n = cls.__init__.__code__.co_argcount - 1  # 6 on 3.11, more later: (…, match_args, kw_only, slots, weakref)
+        params = cls(*(True, True, True, False, False, frozen, True, False, slots, False)[:n])
+        type.__setattr__(owner, "__dataclass_params__", params)
+        return params
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """dataclasses.replace for this module's classes (any other dataclass goes to the standard one)."""
+    fs = getattr(type(obj), "__lean_fields__", None)
+    if fs is None:
+        import dataclasses
+
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    for f in fs:
+        if not f.init:
+            if f.name in changes:
+                raise ValueError(f"field {f.name} is declared with init=False, it cannot be specified with replace()")
+        elif f.name not in changes:
+            changes[f.name] = getattr(obj, f.name)
+    return obj.__class__(**changes)
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple]:
@@ -55,14 +234,14 @@ def _install(cls: type, name: str, fn: Any) -> None:
         setattr(cls, name, fn)
 
 
-def _init(cls: type, fs: tuple[dataclasses.Field, ...], frozen: bool, slots: bool) -> Callable[..., None]:
+def _init(cls: type, fs: tuple[Field, ...], frozen: bool, slots: bool) -> Callable[..., None]:
     """The `__init__` the standard decorator would generate for these fields, without compiling one per class.
 
     Per call it does C-level work only, whatever the field count (it runs once per log line on triage's path: a
     loop over the fields was ~10x a generated `__init__`): the values are a copy of a template dict (the plain
     defaults, in field order) updated from the positional and keyword arguments, checked by set operations, and
     set in one `__dict__.update` (or, with slots, one `map` of the setter over the items)."""
-    missing = dataclasses.MISSING
+    missing = MISSING
     params = tuple(f for f in fs if f.init)
     names = tuple(f.name for f in params)
     n = len(names)
@@ -132,18 +311,23 @@ def _init(cls: type, fs: tuple[dataclasses.Field, ...], frozen: bool, slots: boo
     return __init__
 
 
-def _frozen(cls: type, fs: tuple[dataclasses.Field, ...], slots: bool) -> None:
+def _frozen_error(text: str) -> Exception:
+    import dataclasses  # only when a frozen field is assigned: the standard decorator's error class
+
+    return dataclasses.FrozenInstanceError(text)
+
+
+def _frozen(cls: type, fs: tuple[Field, ...], slots: bool) -> None:
     names = frozenset(f.name for f in fs)
-    error = dataclasses.FrozenInstanceError
 
     def __setattr__(self, name, value):
         if type(self) is cls or name in names:
-            raise error(f"cannot assign to field {name!r}")
+            raise _frozen_error(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self, name):
         if type(self) is cls or name in names:
-            raise error(f"cannot delete field {name!r}")
+            raise _frozen_error(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
     for fn in (__setattr__, __delattr__):
@@ -165,11 +349,10 @@ def _frozen(cls: type, fs: tuple[dataclasses.Field, ...], slots: bool) -> None:
         _install(cls, "__setstate__", __setstate__)
 
 
-def _add_methods(cls: type, frozen: bool, slots: bool) -> type:
+def _add_methods(cls: type, fs: tuple[Field, ...], frozen: bool, slots: bool) -> type:
     own_eq = "__eq__" in cls.__dict__
-    class_hash = cls.__dict__.get("__hash__", dataclasses.MISSING)
-    explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and own_eq))
-    fs = dataclasses.fields(cls)  # type: ignore[arg-type]
+    class_hash = cls.__dict__.get("__hash__", MISSING)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and own_eq))
     shown = tuple(f.name for f in fs if f.repr)
     shown_of = _getter(shown)
     compared_of = _getter(tuple(f.name for f in fs if f.compare))
@@ -203,9 +386,6 @@ def _add_methods(cls: type, frozen: bool, slots: bool) -> type:
         cls.__hash__ = __hash__ if frozen else None  # type: ignore[method-assign,assignment]
     if frozen:
         _frozen(cls, fs, slots)
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    params.init = params.repr = params.eq = True
-    params.frozen = frozen
     return cls
 
 
@@ -217,17 +397,22 @@ def dataclass(cls: type[_T], /) -> type[_T]: ...
 def dataclass(*, frozen: bool = False, slots: bool = False) -> Callable[[type[_T]], type[_T]]: ...
 
 
-@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+@dataclass_transform(field_specifiers=(field, Field))
 def dataclass(cls=None, /, *, frozen=False, slots=False):
     """`@dataclass` / `@dataclass(frozen=True, slots=True)`: see the module's docstring."""
 
     def wrap(c):
-        if any(dataclasses.is_dataclass(b) for b in c.__mro__[1:]):
+        if any("__dataclass_fields__" in b.__dict__ or "__lean_fields__" in b.__dict__ for b in c.__mro__[1:]):
             raise TypeError(f"{c.__name__}: a lean dataclass does not inherit from a dataclass")
-        notes = c.__dict__.get("__annotations__", {}).values()
-        if any("InitVar" in str(a) or "KW_ONLY" in str(a) for a in notes):
-            raise TypeError(f"{c.__name__}: InitVar and KW_ONLY are not offered here; use dataclasses.dataclass")
-        c = dataclasses.dataclass(c, init=False, repr=False, eq=False, frozen=False, slots=slots)
-        return _add_methods(c, frozen, slots)
+        fs = _collect(c)
+        if slots:
+            c = _slotted(c, fs)
+        c.__lean_fields__ = fs
+        c.__lean_options__ = (frozen, slots)
+        c.__dataclass_fields__ = _StdFields()
+        c.__dataclass_params__ = _StdParams()
+        if "__match_args__" not in c.__dict__:
+            c.__match_args__ = tuple(f.name for f in fs if f.init)  # type: ignore[misc]
+        return _add_methods(c, fs, frozen, slots)
 
     return wrap if cls is None else wrap(cls)

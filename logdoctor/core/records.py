@@ -8,10 +8,9 @@ evidence), who wrote it (host, unit, pid, rank/process) and what the log format 
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from datetime import datetime
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.vocab import Transport
 
 # transports: where a line came from (vocab.TRANSPORTS describes each)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import field
 from types import MappingProxyType
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import Record
 from logdoctor.engines.markers import Marker
 from logdoctor.engines.spelling import Side

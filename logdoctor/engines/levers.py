@@ -12,12 +12,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import field, replace
 from types import MappingProxyType
 
 from logdoctor.core import rxcache
 from logdoctor.core.errors import InputError
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field, replace
 from logdoctor.core.vocab import OPS
 from logdoctor.engines import ENGINES as _REGISTRY
 from logdoctor.engines.spelling import Field, Side, Spelling

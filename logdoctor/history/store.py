@@ -14,12 +14,11 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from logdoctor.core.errors import InputError, UsageError
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 
 BUSY_TIMEOUT_MS = 60_000  # $LOGDOCTOR_HISTORY_TIMEOUT (seconds) overrides it
 RECENT_HERE = 50  # the reasoning reads at most this many earlier attempts of a unit on a host

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import field
 
 from logdoctor.core import limits
 from logdoctor.core.errors import InputError
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),

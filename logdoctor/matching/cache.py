@@ -15,7 +15,6 @@ Only the non-strict (explain) path uses it: `rules lint`/`rules test` always par
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -162,11 +161,12 @@ def _read_own(path: Path) -> bytes:
 
 
 def _encode(obj):
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    names = _field_names(obj)
+    if names is not None:
         out = {"__dc__": type(obj).__name__}
-        for f in dataclasses.fields(obj):
-            if f.name != "compiled":  # compiled regexes: rebuilt lazily on first use
-                out[f.name] = _encode(getattr(obj, f.name))
+        for name in names:
+            if name != "compiled":  # compiled regexes: rebuilt lazily on first use
+                out[name] = _encode(getattr(obj, name))
         return out
     data = getattr(obj, "cache_data", None)
     if callable(data):  # a condition tree: kept as plain data, which its rule rebuilds it from (Rule.__post_init__)
@@ -184,6 +184,20 @@ def _encode(obj):
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
     raise TypeError(f"cannot cache a {type(obj).__name__}")
+
+
+def _field_names(obj) -> list[str] | None:
+    """The field names of a dataclass instance (core/lean's, or a standard one), else None."""
+    if isinstance(obj, type):
+        return None
+    lean = getattr(type(obj), "__lean_fields__", None)
+    if lean is not None:
+        return [f.name for f in lean]
+    if not hasattr(type(obj), "__dataclass_fields__"):
+        return None
+    import dataclasses
+
+    return [f.name for f in dataclasses.fields(obj)]
 
 
 def _decode(data: bytes, classes: dict[str, type]):

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import field
 
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.limits import MATCH_CAP
 from logdoctor.core.records import KERNEL, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.core.vocab import XID_APP, XID_HARDWARE

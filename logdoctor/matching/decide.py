@@ -23,10 +23,9 @@ causes are reported as alternatives, and when the answer is "unknown". Every num
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, replace
 from logdoctor.core.vocab import TIER_NAMES
 
 if TYPE_CHECKING:

@@ -7,15 +7,13 @@ error names the file and, where the YAML knows it, the line.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-from dataclasses import field
 from functools import partial
 from pathlib import Path
 
 from logdoctor.core.errors import InstallError, RuleError
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.limits import RULE_FILE_CAP, human
 from logdoctor.core.paths import PACKAGE
 from logdoctor.core.vocab import CAUSES, OPS, TIER_NAMES
@@ -149,7 +147,7 @@ def _cached_classes() -> dict[str, type]:
     return {
         c.__name__: c
         for c in globals().values()
-        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__
+        if isinstance(c, type) and "__lean_fields__" in c.__dict__ and c.__module__ == __name__
     }
 
 

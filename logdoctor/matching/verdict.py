@@ -7,10 +7,9 @@ numbers that rank and loader read, so it must import none of them back (tools/im
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import TYPE_CHECKING
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.vocab import CAUSE_TITLES
 from logdoctor.matching.conditions import Hit
 from logdoctor.matching.decide import (

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import field
 from typing import Any
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.scan.boundary import BoundaryCheck
 from logdoctor.scan.prefilter import Prefilter
 from logdoctor.timeline.attempts import BOOT

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import field
 
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import META, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.engines import each
 from logdoctor.timeline import decisive as dcs

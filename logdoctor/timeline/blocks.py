@@ -10,10 +10,9 @@ do, to the one fed least recently, which is what a line-by-line interleave looks
 from __future__ import annotations
 
 import re
-from dataclasses import field
 
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import SERVICE, Record
 from logdoctor.core.vocab import BlockKind
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import field
 from datetime import datetime
 from typing import TypedDict
 
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import KERNEL, KERNEL_WORDS, SERVICE, SYSTEMD, Record, kernel_sourced
 from logdoctor.core.vocab import EventKind, PhaseSource
 from logdoctor.engines import ENGINES, each

@@ -4,11 +4,10 @@ command line < vLLM engine-config line < non-default args / server_args (the eng
 
 from __future__ import annotations
 
-from dataclasses import field
 from functools import lru_cache
 
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import SERVICE, Record
 from logdoctor.engines import ENGINES, each
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import field
 
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import SERVICE, Record
 from logdoctor.core.vocab import PHASES
 from logdoctor.engines import each

@@ -10,10 +10,8 @@ process, the last request, the NCCL / engine watchdogs), never TimeoutStartSec.
 
 from __future__ import annotations
 
-from dataclasses import field
-
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import SERVICE, SYSTEMD
 
 _HEALTH_FAIL = rxcache.compile(

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from logdoctor.classify import calibration
 from logdoctor.core import rxcache
+from logdoctor.core.lean import replace
 from logdoctor.core.records import ReadResult
 from logdoctor.core.vocab import TIERS, UNKNOWN
 from logdoctor.matching.conditions import Context

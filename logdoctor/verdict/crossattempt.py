@@ -17,9 +17,8 @@ is reported as evidence.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import field
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.core.records import KERNEL
 from logdoctor.history import AttemptRow
 from logdoctor.timeline.attempts import outcome as attempt_outcome

@@ -10,10 +10,8 @@ with the traceback". A config rule that the log itself backs (a combination the 
 
 from __future__ import annotations
 
-from dataclasses import field
-
 from logdoctor.core import rxcache
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.timeline.decisive import ENGINE_FILE
 
 DEFECT_TYPES = rxcache.compile(

@@ -3,9 +3,7 @@ logdoctor.diagnosis/v1 (design.md), validated in tests against logdoctor/schemas
 
 from __future__ import annotations
 
-from dataclasses import field, replace
-
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field, replace
 from logdoctor.core.vocab import OUTCOMES, UNKNOWN
 
 SCHEMA = "logdoctor.diagnosis/v1"

@@ -7,9 +7,7 @@ proposed, and a note names the rule and the log line (`fix` refuses on it, exit 
 
 from __future__ import annotations
 
-from dataclasses import field
-
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.engines import levers as lv
 from logdoctor.matching.loader import Fix, Rule
 from logdoctor.timeline.build import Attempt, Timeline

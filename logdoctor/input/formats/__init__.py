@@ -5,10 +5,9 @@ Detection is per line, so a mixture (a docker log pasted under a journal excerpt
 
 from __future__ import annotations
 
-from dataclasses import field
 from datetime import datetime
 
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 
 
 @dataclass(slots=True)

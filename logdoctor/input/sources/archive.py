@@ -18,11 +18,10 @@ import io
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import field
 
 from logdoctor.core import limits
 from logdoctor.core.errors import InputError
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 
 _CHUNK = 1 << 20  # most output bytes per decompress call
 _FEED = 256 << 10  # compressed bytes fed per call (zlib copies its unconsumed input on every call)

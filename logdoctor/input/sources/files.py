@@ -5,11 +5,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-from dataclasses import field
 
 from logdoctor.core import limits
 from logdoctor.core.errors import InputError
-from logdoctor.core.lean import dataclass
+from logdoctor.core.lean import dataclass, field
 from logdoctor.input.intake import Damage, sniff
 from logdoctor.input.sources import archive, guard
 from logdoctor.input.sources.archive import Stream
