@@ -18,7 +18,7 @@ _MONTHS = {
 # short-unix, short-monotonic; and -o json's realtime field (anywhere in the entry's one line)
 _SHORT = re.compile(r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d(?:\.\d+)?) \S")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)")
-_NUMERIC = re.compile(r"\[?\s*(\d{1,12}\.\d{6})\]? \S")
+_NUMERIC = re.compile(r"(?:\[ *)?(\d{1,12}\.\d{6})\]? \S")
 _JSON_RT = re.compile(r'"__REALTIME_TIMESTAMP"\s*:\s*"?(\d+)')
 HEAD = 2000  # lines the decision reads
 MIN_STEPS = 3  # backward steps in time needed before an input is called newest first
