@@ -391,6 +391,7 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
         "speculative_algorithm": _side(_S("--speculative-algorithm"), _F("speculative_algorithm")),
         "spec_topk": _side(_S("--speculative-eagle-topk"), _F("speculative_eagle_topk")),
         "page_size": _side(_S("--page-size"), _F("page_size"), 1),
+        "max_lora_rank": _side(_S("--max-lora-rank"), _F("max_lora_rank")),
         "cpu_offload": _side(_S("--cpu-offload-gb"), _F("cpu_offload_gb"), 0),
         "watchdog_timeout": _side(_S("--watchdog-timeout"), _F("watchdog_timeout"), 300),
         "dist_timeout": _side(_S("--dist-timeout"), _F("dist_timeout")),

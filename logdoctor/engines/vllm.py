@@ -340,6 +340,7 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
         "dp_size": _side(_S("--data-parallel-size"), _F("data_parallel_size"), 1),
         "expert_parallel": _side(_S("--enable-expert-parallel", switch=True), _F("enable_expert_parallel"), False),
         "attention_backend": _side(_S("--attention-backend"), _F("attention_backend")),
+        "max_lora_rank": _side(_S("--max-lora-rank"), _F("max_lora_rank", "lora_config.max_lora_rank"), 16),
         "custom_all_reduce_off": _side(
             _S("--disable-custom-all-reduce", switch=True), _F("disable_custom_all_reduce"), False
         ),
