@@ -226,3 +226,78 @@ def test_newest_first_json_entries():
 
     lines = [f'{{"__REALTIME_TIMESTAMP":"{1761472800000000 - i * 1000000}","MESSAGE":"m{i}"}}' for i in range(6)]
     assert newest_first(lines) and not newest_first(lines[::-1])
+
+
+def _vllm_quant_refused(method: str, flag: bool) -> str:
+    args = "{'model': 'org/m'" + (f", 'quantization': '{method}'" if flag else "") + "}"
+    return (
+        f"(APIServer pid=1) INFO 10-18 10:00:03 [utils.py:233] non-default args: {args}\n"
+        "(APIServer pid=1) Traceback (most recent call last):\n"
+        '(APIServer pid=1)   File "/usr/lib/python3/dist-packages/vllm/config/__init__.py", line 263, in '
+        "_get_quantization_config\n"
+        f"(APIServer pid=1) ValueError: The quantization method {method} is not supported for the current GPU. "
+        "Minimum capability: 89. Current capability: 80.\n"
+    )
+
+
+@pytest.mark.parametrize(("method", "online"), [("fp8", True), ("modelopt", False), ("awq_marlin", False)])
+def test_quantization_flag_is_proposed_only_for_an_online_method(method, online):
+    """A checkpoint's own format (modelopt, AWQ, ...) is read from its config whatever --quantization says."""
+    d = logdoctor.diagnose(_vllm_quant_refused(method, flag=True))
+    assert d.failed
+    flags = [f.flag for f in d.fixes]
+    assert ("--quantization" in flags) is online
+    assert d.cause == ("config_invalid" if online else "kernel_arch_mismatch")
+
+
+def test_ray_warning_alone_is_not_a_failure_and_the_timeout_is_distributed_init():
+    e = "(EngineCore_DP0 pid=8950) "
+    head = [
+        "(APIServer pid=8801) INFO 10-19 06:00:03 [utils.py:233] non-default args: {'model': 'm', "
+        "'tensor_parallel_size': 8, 'distributed_executor_backend': 'ray'}",
+        e + "WARNING 10-19 06:00:09 [ray_utils.py:352] The number of required GPUs exceeds the total number of "
+        "available GPUs in the placement group.",
+    ]
+    ready = [
+        e + "INFO 10-19 06:01:09 [gpu_worker.py:298] Available KV cache memory: 40.1 GiB",
+        "(APIServer pid=8801) INFO:     Application startup complete.",
+    ]
+    assert not logdoctor.diagnose("\n".join(head + ready) + "\n").failed
+    dead = [
+        e + "ERROR 10-19 06:30:09 [core.py:708] ValueError: Cannot provide a placement group of "
+        "placement_group_specs=[{'GPU': 1.0}, {'GPU': 1.0}] within 1800 seconds. See `ray status` and "
+        "`ray list nodes` to make sure the cluster has enough resources.",
+    ]
+    d = logdoctor.diagnose("\n".join(head + dead) + "\n")
+    assert d.cause == "distributed_init" and not any(f.lever == "tp_size" for f in d.fixes)
+
+
+@pytest.mark.parametrize(
+    ("line", "cause"),
+    [
+        (
+            "ValueError: Failed to import Ray: No module named 'ray'.Please install Ray with `pip install ray`.",
+            "kernel_arch_mismatch",
+        ),
+        (
+            "RuntimeError: Failed to load the model: No module named 'transformers_modules.m.modeling_m'",
+            None,
+        ),  # a remote-code model's own module: not the environment
+    ],
+)
+def test_a_missing_module_inside_another_error(line, cause):
+    frame = '  File "/usr/lib/python3/dist-packages/vllm/executor/ray_utils.py", line 291, in initialize_ray_cluster\n'
+    d = logdoctor.diagnose("Traceback (most recent call last):\n" + frame + line + "\n")
+    if cause:
+        assert d.cause == cause and d.rule == "any.python.module-missing-in-error"
+    else:
+        assert d.rule != "any.python.module-missing-in-error"
+
+
+def test_lora_rank_above_max_sets_the_adapter_rank():
+    d = logdoctor.diagnose(
+        "(APIServer pid=1) INFO 10-18 09:00:03 [utils.py:233] non-default args: {'model': 'm', 'enable_lora': True}\n"
+        "(APIServer pid=1) ValueError: Call to add_lora method failed: LoRA rank 128 is greater than max_lora_rank 16.\n"
+    )
+    assert d.cause == "config_invalid"
+    assert [(f.flag, f.to) for f in d.fixes][:1] == [("--max-lora-rank", 128)]
