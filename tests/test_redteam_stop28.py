@@ -301,3 +301,52 @@ def test_lora_rank_above_max_sets_the_adapter_rank():
     )
     assert d.cause == "config_invalid"
     assert [(f.flag, f.to) for f in d.fixes][:1] == [("--max-lora-rank", 128)]
+
+
+def _journal_json(entries: list[tuple[int, str | None, str]]) -> str:
+    import json
+
+    out = []
+    for t, unit, msg in entries:
+        e = {"__REALTIME_TIMESTAMP": str(1760432000000000 + t * 1000000), "MESSAGE": msg, "_HOSTNAME": "h"}
+        if unit is None:  # systemd's own line about a unit
+            e |= {"SYSLOG_IDENTIFIER": "systemd", "_PID": "1", "_TRANSPORT": "journal", "_SYSTEMD_UNIT": "init.scope"}
+            e["UNIT"] = msg.split(" ", 2)[1 if msg.startswith("Started") else 0].rstrip(":")
+        else:
+            e |= {"SYSLOG_IDENTIFIER": "python3", "_PID": "100" if unit == "a.service" else "200"}
+            e |= {"_TRANSPORT": "stdout", "_SYSTEMD_UNIT": f"sglang-{unit}"}
+        out.append(json.dumps(e))
+    return "\n".join(out) + "\n"
+
+
+def test_of_two_engine_units_the_failed_one_is_read():
+    """A journal of two SGLang services (-o json): the busier healthy one must not hide the other's crash."""
+    busy = [
+        (2 + i, "b.service", f'[2025-10-14 09:12:{i:02d}] INFO:     127.0.0.1:5000 - "POST /generate" 200 OK')
+        for i in range(30)
+    ]
+    entries = [
+        (1, None, "Started sglang-a.service - A."),
+        (1, None, "Started sglang-b.service - B."),
+        *busy,
+        (5, "a.service", "[2025-10-14 09:12:05 TP0] Load weight begin. avail mem=77.93 GB"),
+        (
+            50,
+            "a.service",
+            "[2025-10-14 09:12:50 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=12.11 GB, mem usage=65.82 GB.",
+        ),
+        (
+            51,
+            "a.service",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            "Current value: self.server_args.mem_fraction_static=0.8",
+        ),
+        (52, None, "sglang-a.service: Main process exited, code=exited, status=1/FAILURE"),
+        (52, None, "sglang-a.service: Failed with result 'exit-code'."),
+        (55, "b.service", "[2025-10-14 09:12:55] The server is fired up and ready to roll!"),
+    ]
+    d = logdoctor.diagnose(_journal_json(entries))
+    assert d.failed and d.cause == "kv_cache_oom" and d.phase == "memory_pool"
+    healthy_only = [e for e in entries if "sglang-a" not in e[2] and e[1] != "a.service"]
+    assert not logdoctor.diagnose(_journal_json(healthy_only)).failed

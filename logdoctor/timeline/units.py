@@ -69,12 +69,24 @@ def engine_parts(records: list[Record]) -> list[Part]:
 
 
 def pick(records: list[Record]) -> Part:
-    """Explain's part: of the engine units (else of all), the one with the most votes (the first to log on a tie)."""
+    """Explain's part: of the engine units (else of all), one that systemd saw fail, else the one with the most
+    votes (the first to log on a tie). A journal of two engine services where one failed is read for the failure:
+    the busier healthy one would answer "came up" (exit 0) for a window that holds a crash."""
     parts = partition(records)
     if len(parts) < 2:
         return parts[0]
     pool = [p for p in parts if p.engine] or parts
-    return max(pool, key=lambda p: p.votes)
+    return max(pool, key=lambda p: (_failed(p), p.votes))
+
+
+# systemd's own words for a unit that did not end well (its result, a non-zero exit, a signal, a core dump)
+_UNIT_FAILED = rxcache.compile(
+    r": (?:Failed with result|Main process exited, code=(?:killed|dumped|exited, status=(?!0/)))|^Failed to start "
+)
+
+
+def _failed(p: Part) -> bool:
+    return any(r.transport == SYSTEMD and _UNIT_FAILED.search(r.msg) for r in p.records)
 
 
 def name(records: list[Record], idents: set[str]) -> tuple[str | None, str | None]:
