@@ -350,3 +350,45 @@ def test_of_two_engine_units_the_failed_one_is_read():
     assert d.failed and d.cause == "kv_cache_oom" and d.phase == "memory_pool"
     healthy_only = [e for e in entries if "sglang-a" not in e[2] and e[1] != "a.service"]
     assert not logdoctor.diagnose(_journal_json(healthy_only)).failed
+
+
+def _short_two_services(restart: bool) -> str:
+    """Two SGLang services in one short journal (journalctl -b): each stream under its own pid. `restart`: the
+    same unit's second attempt under a new pid instead (sequential, not interleaved)."""
+    a, b = "Oct 14 09:12:{:02d} h python3[100]: ", "Oct 14 09:12:{:02d} h python3[{}]: "
+    pid_b = 100 if restart else 200
+    lines = [
+        "Oct 14 09:12:01 h systemd[1]: Started SGLang Llama server.",  # an old systemd: the description only
+        "Oct 14 09:12:02 h systemd[1]: Started sglang-qwen.service - SGLang Qwen.",
+        a.format(3) + "[2025-10-14 09:12:03 TP0] Load weight begin. avail mem=77.93 GB",
+        b.format(4, pid_b) + "[2025-10-14 09:12:04] Load weight begin. avail mem=78.00 GB",
+    ]
+    for s in range(5, 12):
+        lines.append(a.format(s) + f"[2025-10-14 09:12:{s:02d} TP0] Loading safetensors checkpoint shards: {s}0% ")
+        lines.append(b.format(s, pid_b) + f"[2025-10-14 09:12:{s:02d}] Loading safetensors checkpoint shards: {s}0% ")
+    lines += [
+        a.format(50) + "[2025-10-14 09:12:50 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=12.11 GB, mem usage=65.82 GB.",
+        a.format(51) + "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+        "self.server_args.mem_fraction_static=0.8",
+        "Oct 14 09:12:52 h systemd[1]: sglang-llama.service: Main process exited, code=exited, status=1/FAILURE",
+        "Oct 14 09:12:52 h systemd[1]: sglang-llama.service: Failed with result 'exit-code'.",
+        b.format(55, pid_b) + "[2025-10-14 09:12:55] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=63.88 GB, mem usage=13.96 GB.",
+        b.format(58, pid_b) + "[2025-10-14 09:12:58] The server is fired up and ready to roll!",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_two_services_in_a_short_journal_are_told_apart_by_process():
+    from logdoctor.input.read import read_bytes
+    from logdoctor.timeline import units
+
+    d = logdoctor.diagnose(_short_two_services(restart=False))
+    assert d.failed and d.cause == "kv_cache_oom" and d.phase == "memory_pool"
+    recs = read_bytes(_short_two_services(restart=False).encode()).records
+    parts = units.partition(recs)
+    assert sorted(p.unit for p in parts) == ["sglang-llama.service", "sglang-qwen.service"]
+    # the same text under one pid is one service's stream: no unit is guessed
+    recs = read_bytes(_short_two_services(restart=True).encode()).records
+    assert len(units.partition(recs)) == 1 and not any(r.unit for r in recs if r.pid == 100)

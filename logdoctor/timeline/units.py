@@ -48,7 +48,9 @@ class Part:
 
 def partition(records: list[Record]) -> list[Part]:
     """The window by owning unit, in the order the units first log. A window whose service lines name one unit or
-    none is one part, its records as they are."""
+    none is one part, its records as they are (after `by_process` names the units of a short journal of several
+    engine services running at once)."""
+    by_process(records)
     votes: dict[str, int] = {}
     for r in records:
         if r.transport == SERVICE and r.unit:
@@ -58,6 +60,81 @@ def partition(records: list[Record]) -> list[Part]:
         return [Part(unit, records, True, votes.get(unit, 0) if unit else 0)]
     engines = _engine_units(records, votes)
     return [Part(u, _keep(records, u), u in engines, n) for u, n in votes.items()]
+
+
+OVERLAP = 3  # lines an earlier engine process still logs after a later one started: two services, not a restart
+
+
+def by_process(records: list[Record]) -> None:
+    """A short journal (no unit field) of two or more engine services that ran at once: journald prints each
+    service's stream under its own pid (every rank of one service shares its stream's pid), and systemd's lines name
+    the units. When engine processes (each with engine-prefixed lines or a config dump) interleave, and as many engine
+    units were started, each process's lines get the unit started in the same order. A restart (a new pid after the
+    old one stopped logging) does not interleave and is left as it is: the attempts of one unit."""
+    if any(r.unit for r in records if r.transport == SERVICE):
+        return
+    spans: dict[tuple, list[int]] = {}  # (ident, pid) -> [first line, last line, engine lines]
+    for r in records:
+        if r.transport == SERVICE and r.pid is not None:
+            sp = spans.get((r.ident, r.pid))
+            if sp is None:
+                sp = spans[(r.ident, r.pid)] = [r.line, r.line, 0]
+            sp[1] = r.line
+            if r.prefix_engine or _DUMP.search(r.msg):
+                sp[2] += 1
+    engine = sorted(((sp[0], k) for k, sp in spans.items() if sp[2]), key=lambda x: x[0])
+    if len(engine) < 2:
+        return
+    # each later process must start while an earlier one still logs OVERLAP lines after it
+    firsts = [f for f, _ in engine]
+    for i in range(1, len(engine)):
+        later = [r for r in records if r.transport == SERVICE and (r.ident, r.pid) in {k for _, k in engine[:i]}]
+        if sum(1 for r in later if r.line > firsts[i]) < OVERLAP:
+            return
+    unit_of = _stream_units(records, {k: spans[k] for _, k in engine})
+    for r in records:
+        if r.transport == SERVICE and r.pid is not None:
+            u = unit_of.get((r.ident, r.pid))
+            if u is not None:
+                r.unit = u
+
+
+def _stream_units(records: list[Record], spans: dict[tuple, list[int]]) -> dict[tuple, str]:
+    """Each engine process's unit, from systemd's own lines: the engine unit whose end systemd reports first after the
+    process's last line (latest-ending process first), else the engine unit systemd last started before its first
+    line; a process left over gets the one engine unit left over. Nothing is guessed beyond that."""
+    starts: list[tuple[int, str]] = []
+    ends: list[tuple[int, str]] = []
+    for r in records:
+        if r.transport != SYSTEMD:
+            continue
+        m = _UNIT_MSG.match(r.msg) or _UNIT_START.match(r.msg) or _UNIT_END.match(r.msg)
+        if not m or not _UNIT_WORDS.search(m.group("unit")):
+            continue
+        if r.msg.startswith(("Started ", "Starting ")):
+            starts.append((r.line, m.group("unit")))
+        elif _ENDED.search(r.msg):
+            ends.append((r.line, m.group("unit")))
+    units = list(dict.fromkeys(u for _, u in starts + ends))
+    out: dict[tuple, str] = {}
+    taken: set[str] = set()
+    for k, (_first, last, _n) in sorted(spans.items(), key=lambda kv: -kv[1][1]):
+        u = next((u for ln, u in ends if ln > last and u not in taken), None)
+        if u is not None:
+            out[k] = u
+            taken.add(u)
+    for k, (first, _last, _n) in sorted(spans.items(), key=lambda kv: kv[1][0]):
+        if k in out:
+            continue
+        u = next((u for ln, u in reversed(starts) if ln < first and u not in taken), None)
+        if u is not None:
+            out[k] = u
+            taken.add(u)
+    left = [k for k in spans if k not in out]
+    free = [u for u in units if u not in taken]
+    if len(left) == 1 and len(free) == 1:
+        out[left[0]] = free[0]
+    return out if len(out) == len(spans) else {}
 
 
 def engine_parts(records: list[Record]) -> list[Part]:
