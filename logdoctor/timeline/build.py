@@ -428,10 +428,18 @@ POOL_MIN_SHARE = 0.03  # the least share of the GPU worth a KV pool: 2.4 GB of a
 
 
 def _derive(readings: dict, levers: dict, raw: dict, engine: str) -> None:
-    """Readings a rule can reason with: the share of the GPU the weights take, what the static budget leaves for
+    """Readings a rule can reason with: the chunked-prefill size rounded up to whole KV pages, the largest DP size at
+    most the one in force that divides the TP size; the share of the GPU
+    the weights take, what the static budget leaves for
     the pools after them (SGLang sizes the pool as mem_fraction_static x total − weights), and, for an engine that
     picks its static fraction from the GPU when none is set, that fraction (`mem_fraction_auto`) and how far the
     fraction in force is below it (`auto_gain`): a fraction set lower than the engine's own choice is a setting."""
+    chunk, page = levers.get("prefill_chunk"), levers.get("page_size")
+    if isinstance(chunk, int) and isinstance(page, int) and chunk > 0 and page > 1 and chunk % page:
+        readings["prefill_chunk_page_aligned"] = -(-chunk // page) * page  # a chunk must end on a page boundary
+    tp, dp = levers.get("tp_size"), levers.get("dp_size")
+    if isinstance(tp, int) and isinstance(dp, int) and 0 < dp and tp % dp:  # DP attention splits the TP group
+        readings["dp_size_dividing_tp"] = max(d for d in range(1, min(dp, tp) + 1) if tp % d == 0)
     w, total, frac = readings.get("weights_gb"), readings.get("free_before_load_gb"), levers.get("mem_fraction")
     if not (isinstance(w, float) and isinstance(total, float) and total > 0):
         return
