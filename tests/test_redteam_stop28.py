@@ -392,3 +392,41 @@ def test_two_services_in_a_short_journal_are_told_apart_by_process():
     # the same text under one pid is one service's stream: no unit is guessed
     recs = read_bytes(_short_two_services(restart=True).encode()).records
     assert len(units.partition(recs)) == 1 and not any(r.unit for r in recs if r.pid == 100)
+
+
+def _sglang_launch_assert(flags: str, frame: str, assert_line: str, error: str) -> str:
+    s = "/usr/lib/python3/dist-packages/sglang/srt/server_args.py"
+    return (
+        f"$ python3 -m sglang.launch_server --model-path m {flags}\n"
+        "Traceback (most recent call last):\n"
+        f'  File "{s}", line 1498, in {frame}\n'
+        f"    {assert_line}\n"
+        f"{error}\n"
+    )
+
+
+@pytest.mark.parametrize(("tp", "dp", "want"), [(4, 3, 2), (8, 3, 2), (6, 4, 3), (8, 6, 4)])
+def test_dp_attention_divisor_is_computed_from_the_flags(tp, dp, want):
+    d = logdoctor.diagnose(
+        _sglang_launch_assert(
+            f"--tp {tp} --dp {dp} --enable-dp-attention",
+            "_handle_data_parallelism",
+            "assert self.tp_size % self.dp_size == 0",
+            "AssertionError",
+        )
+    )
+    assert d.cause == "config_invalid" and (d.fixes[0].flag, d.fixes[0].to) == ("--dp-size", want)
+
+
+@pytest.mark.parametrize(("chunk", "page", "want"), [(6000, 64, 6016), (5000, 16, 5008), (8191, 32, 8192)])
+def test_chunk_rounded_up_to_whole_pages(chunk, page, want):
+    d = logdoctor.diagnose(
+        _sglang_launch_assert(
+            f"--page-size {page} --chunked-prefill-size {chunk}",
+            "check_server_args",
+            "assert self.chunked_prefill_size % self.page_size == 0, (",
+            "AssertionError: chunked_prefill_size must be divisible by page_size",
+        )
+    )
+    assert d.cause == "config_invalid"
+    assert (d.fixes[0].flag, d.fixes[0].to) == ("--chunked-prefill-size", want) and want % page == 0
