@@ -73,15 +73,22 @@ def by_process(records: list[Record]) -> None:
     old one stopped logging) does not interleave and is left as it is: the attempts of one unit."""
     if any(r.unit for r in records if r.transport == SERVICE):
         return
-    spans: dict[tuple, list[int]] = {}  # (ident, pid) -> [first line, last line, engine lines]
+    spans: dict[tuple, list[int]] = {}  # (ident, pid) -> [first line, last line, engine-prefixed lines]
     for r in records:
         if r.transport == SERVICE and r.pid is not None:
             sp = spans.get((r.ident, r.pid))
             if sp is None:
                 sp = spans[(r.ident, r.pid)] = [r.line, r.line, 0]
             sp[1] = r.line
-            if r.prefix_engine or _DUMP.search(r.msg):
+            if r.prefix_engine:
                 sp[2] += 1
+    if len(spans) < 2:  # one process (or none): nothing to tell apart (the common case: no regex per line)
+        return
+    for r in records:  # a process without engine-prefixed lines may still print a config dump
+        if r.transport == SERVICE and r.pid is not None:
+            sp = spans[(r.ident, r.pid)]
+            if not sp[2] and _DUMP.search(r.msg):
+                sp[2] = 1
     engine = sorted(((sp[0], k) for k, sp in spans.items() if sp[2]), key=lambda x: x[0])
     if len(engine) < 2:
         return
