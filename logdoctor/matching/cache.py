@@ -41,7 +41,18 @@ def cache_dir() -> Path:
 
 
 def rule_files(d: Path) -> list[Path]:
-    return sorted(d.rglob("*.yaml")) + sorted(d.rglob("*.yml"))
+    """Every *.yaml, then every *.yml, under `d`, each group in Path order (as sorted(d.rglob(...)) gives them: not
+    into symlinked folders), walked once with os.walk (rglob and sorting Paths cost ~2 ms of every explain)."""
+    found: tuple[list[tuple[tuple[str, ...], str]], list[tuple[tuple[str, ...], str]]] = ([], [])
+    top = str(d)
+    for root, _dirs, files in os.walk(top):
+        parts = tuple(os.path.relpath(root, top).split(os.sep)) if root != top else ()
+        for f in files:
+            if f.endswith(".yaml"):
+                found[0].append((parts, f))
+            elif f.endswith(".yml"):
+                found[1].append((parts, f))
+    return [d.joinpath(*parts, f) for group in found for parts, f in sorted(group, key=lambda x: (*x[0], x[1]))]
 
 
 def content_key(d: Path, files: list[Path]) -> str:
