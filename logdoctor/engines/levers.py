@@ -494,6 +494,12 @@ def step(
             raise ValueError(f"{op} applies to switches; {lever} is {lv.kind}")
         v = op == "enable"
         return v if _key(v) != _key(current) and v not in banned else None
+    return _relative_step(lv, current, op, lo, hi, fresh, at_least)
+
+
+def _relative_step(lv: Lever, current: object, op: str, lo: float, hi: float, fresh, at_least: float | None):
+    """raise/lower/halve/double: the first candidate past `current` in the op's direction that is fresh (and, going
+    up, at least `at_least`)."""
     cur = _number(current)
     if lv.kind not in ("int", "fraction", "float") or cur is None or cur <= 0:
         return None
@@ -502,9 +508,10 @@ def step(
             return None
         cur = int(cur)
     up = op in ("raise", "double")
+    floor = at_least if up and at_least is not None else -math.inf
     for v in _candidates(lv, cur, op, lo, hi):
         v = int(v) if lv.kind == "int" else float(v)
-        if (v > cur if up else v < cur) and fresh(v) and (not up or at_least is None or v >= at_least):
+        if (v > cur if up else v < cur) and v >= floor and fresh(v):
             return v
     return None
 

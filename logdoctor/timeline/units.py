@@ -68,11 +68,24 @@ OVERLAP = 3  # lines an earlier engine process still logs after a later one star
 def by_process(records: list[Record]) -> None:
     """A short journal (no unit field) of two or more engine services that ran at once: journald prints each
     service's stream under its own pid (every rank of one service shares its stream's pid), and systemd's lines name
-    the units. When engine processes (each with engine-prefixed lines or a config dump) interleave, and as many engine
-    units were started, each process's lines get the unit started in the same order. A restart (a new pid after the
-    old one stopped logging) does not interleave and is left as it is: the attempts of one unit."""
+    the units. When engine processes (each with engine-prefixed lines or a config dump) interleave, each process's
+    lines get the unit systemd's own lines tie it to (`_stream_units`). A restart (a new pid after the old one stopped
+    logging) does not interleave and is left as it is: the attempts of one unit."""
     if any(r.unit for r in records if r.transport == SERVICE):
         return
+    spans = _engine_processes(records)
+    if len(spans) < 2 or not _interleaved(records, spans):
+        return
+    unit_of = _stream_units(records, spans)
+    for r in records:
+        if r.transport == SERVICE and r.pid is not None:
+            u = unit_of.get((r.ident, r.pid))
+            if u is not None:
+                r.unit = u
+
+
+def _engine_processes(records: list[Record]) -> dict[tuple, list[int]]:
+    """(ident, pid) -> [first line, last line] of each process with engine-prefixed lines or a config dump."""
     spans: dict[tuple, list[int]] = {}  # (ident, pid) -> [first line, last line, engine-prefixed lines]
     for r in records:
         if r.transport == SERVICE and r.pid is not None:
@@ -83,33 +96,28 @@ def by_process(records: list[Record]) -> None:
             if r.prefix_engine:
                 sp[2] += 1
     if len(spans) < 2:  # one process (or none): nothing to tell apart (the common case: no regex per line)
-        return
+        return {}
     for r in records:  # a process without engine-prefixed lines may still print a config dump
         if r.transport == SERVICE and r.pid is not None:
             sp = spans[(r.ident, r.pid)]
             if not sp[2] and _DUMP.search(r.msg):
                 sp[2] = 1
-    engine = sorted(((sp[0], k) for k, sp in spans.items() if sp[2]), key=lambda x: x[0])
-    if len(engine) < 2:
-        return
-    # each later process must start while an earlier one still logs OVERLAP lines after it
-    firsts = [f for f, _ in engine]
-    for i in range(1, len(engine)):
-        later = [r for r in records if r.transport == SERVICE and (r.ident, r.pid) in {k for _, k in engine[:i]}]
-        if sum(1 for r in later if r.line > firsts[i]) < OVERLAP:
-            return
-    unit_of = _stream_units(records, {k: spans[k] for _, k in engine})
-    for r in records:
-        if r.transport == SERVICE and r.pid is not None:
-            u = unit_of.get((r.ident, r.pid))
-            if u is not None:
-                r.unit = u
+    return {k: sp[:2] for k, sp in sorted(spans.items(), key=lambda kv: kv[1][0]) if sp[2]}
 
 
-def _stream_units(records: list[Record], spans: dict[tuple, list[int]]) -> dict[tuple, str]:
-    """Each engine process's unit, from systemd's own lines: the engine unit whose end systemd reports first after the
-    process's last line (latest-ending process first), else the engine unit systemd last started before its first
-    line; a process left over gets the one engine unit left over. Nothing is guessed beyond that."""
+def _interleaved(records: list[Record], spans: dict[tuple, list[int]]) -> bool:
+    """Each later process starts while the earlier ones still log OVERLAP lines after it (not a restart)."""
+    keys = list(spans)
+    for i in range(1, len(keys)):
+        first, earlier = spans[keys[i]][0], set(keys[:i])
+        after = sum(1 for r in records if r.line > first and r.transport == SERVICE and (r.ident, r.pid) in earlier)
+        if after < OVERLAP:
+            return False
+    return True
+
+
+def _unit_lines(records: list[Record]) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """systemd's lines that start and that end an engine unit: (input line, unit) each."""
     starts: list[tuple[int, str]] = []
     ends: list[tuple[int, str]] = []
     for r in records:
@@ -122,23 +130,26 @@ def _stream_units(records: list[Record], spans: dict[tuple, list[int]]) -> dict[
             starts.append((r.line, m.group("unit")))
         elif _ENDED.search(r.msg):
             ends.append((r.line, m.group("unit")))
-    units = list(dict.fromkeys(u for _, u in starts + ends))
+    return starts, ends
+
+
+def _stream_units(records: list[Record], spans: dict[tuple, list[int]]) -> dict[tuple, str]:
+    """Each engine process's unit, from systemd's own lines: the engine unit whose end systemd reports first after the
+    process's last line (latest-ending process first), else the engine unit systemd last started before its first
+    line; a process left over gets the one engine unit left over. Nothing is guessed beyond that ({} when not every
+    process gets one)."""
+    starts, ends = _unit_lines(records)
     out: dict[tuple, str] = {}
-    taken: set[str] = set()
-    for k, (_first, last, _n) in sorted(spans.items(), key=lambda kv: -kv[1][1]):
-        u = next((u for ln, u in ends if ln > last and u not in taken), None)
+    for k, (_first, last) in sorted(spans.items(), key=lambda kv: -kv[1][1]):
+        u = next((u for ln, u in ends if ln > last and u not in out.values()), None)
         if u is not None:
             out[k] = u
-            taken.add(u)
-    for k, (first, _last, _n) in sorted(spans.items(), key=lambda kv: kv[1][0]):
-        if k in out:
-            continue
-        u = next((u for ln, u in reversed(starts) if ln < first and u not in taken), None)
+    for k, (first, _last) in spans.items():
+        u = None if k in out else next((u for ln, u in reversed(starts) if ln < first and u not in out.values()), None)
         if u is not None:
             out[k] = u
-            taken.add(u)
     left = [k for k in spans if k not in out]
-    free = [u for u in units if u not in taken]
+    free = [u for u in dict.fromkeys(u for _, u in starts + ends) if u not in out.values()]
     if len(left) == 1 and len(free) == 1:
         out[left[0]] = free[0]
     return out if len(out) == len(spans) else {}

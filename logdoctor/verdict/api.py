@@ -147,22 +147,7 @@ def diagnose_timeline(
             source=source,
             **common,
         )
-    win = v.winner
-    base_conf = v.confidence
-    seen = a
-    if carried is not None:
-        win, seen = carried
-        if v.winner is None:  # the window ends inside this attempt's traceback, the earlier one's is whole
-            base_conf = win.rule.confidence
-            shown = f"a traceback cut before its exception, through the frames attempt {seen.index + 1}'s ends in"
-        else:
-            base_conf = min(base_conf, win.rule.confidence)
-            shown = v.winner.rule.title
-        head = head + [
-            f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
-            f"same phase with more detail; this attempt shows only {shown}"
-        ]
-    assert win is not None
+    win, seen, base_conf, head = _carry(v, carried, a, head)
     phase = atlas_phase or a.phase
     if a.phase_source == "none" and len(win.rule.phases) >= 1:
         # no marker and no telling frame: the mechanism the rule recognised says where it happens
@@ -171,10 +156,7 @@ def diagnose_timeline(
     vars_ = _vars(win, a, tl)
     explanation = _explanation(win, vars_, derived)
     fixes, notes = remedy.plan(win.rule, vars_, a, tl, tried_extra=tried_extra)
-    if not a.config.known and a.start_seen:  # the launch is in the window; the engine died before its config dump
-        notes.append("the engine printed no config before it stopped: the flags in force are the launch command's")
-    elif not a.config.known:
-        notes.append("the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)")
+    notes += _config_notes(a)
     # calibration: a decision resting on the classifier alone or on one hint line reports less; so does cut evidence
     ruled = per_attempt[seen.index][1] if v.winner is None else cands  # a carried verdict: that attempt's rules
     conf, why_low = calibration.adjust(base_conf, rule_candidates=ruled, winner=win, evidence=evidence)
@@ -199,6 +181,34 @@ def diagnose_timeline(
         candidates=listed,
         **common,
     )
+
+
+def _carry(v, carried, a: Attempt, head: list[str]) -> tuple[Candidate, Attempt, float, list[str]]:
+    """The winning rule, the attempt its evidence is read from, the base confidence and the head notes: this
+    attempt's own, or an earlier attempt's verdict carried over (same configuration, same phase, more detail)."""
+    if carried is None:
+        assert v.winner is not None
+        return v.winner, a, v.confidence, head
+    win, seen = carried
+    if v.winner is None:  # the window ends inside this attempt's traceback, the earlier one's is whole
+        base_conf = win.rule.confidence
+        shown = f"a traceback cut before its exception, through the frames attempt {seen.index + 1}'s ends in"
+    else:
+        base_conf = min(v.confidence, win.rule.confidence)
+        shown = v.winner.rule.title
+    note = (
+        f"the mechanism is from attempt {seen.index + 1}: the same configuration failed there in the "
+        f"same phase with more detail; this attempt shows only {shown}"
+    )
+    return win, seen, base_conf, head + [note]
+
+
+def _config_notes(a: Attempt) -> list[str]:
+    if a.config.known:
+        return []
+    if a.start_seen:  # the launch is in the window; the engine died before its config dump
+        return ["the engine printed no config before it stopped: the flags in force are the launch command's"]
+    return ["the log starts after launch: the flags in force are unknown (use -n 1000 to include the start)"]
 
 
 def _window(
