@@ -24,12 +24,12 @@ DESIGN_PAIRS = [  # design.md "Levers" and engines.md section D
     ("context_length", "--context-length", "--max-model-len"),
     ("max_running", "--max-running-requests", "--max-num-seqs"),
     ("prefill_chunk", "--chunked-prefill-size", "--max-num-batched-tokens"),
-    ("graph_max_bs", "--cuda-graph-max-bs", "--max-cudagraph-capture-size"),
+    ("graph_max_bs", "--cuda-graph-max-bs", "--cuda-graph-sizes"),  # vLLM 0.10: see test_vllm_spellings_by_version
     ("graphs_off", "--disable-cuda-graph", "--enforce-eager"),
     ("tp_size", "--tp-size", "--tensor-parallel-size"),
     ("pp_size", "--pp-size", "--pipeline-parallel-size"),
     ("dp_size", "--dp-size", "--data-parallel-size"),
-    ("attention_backend", "--attention-backend", "--attention-backend"),
+    ("attention_backend", "--attention-backend", None),  # vLLM 0.10: the env variable only
     ("custom_all_reduce_off", "--disable-custom-all-reduce", "--disable-custom-all-reduce"),
     ("torch_compile", "--enable-torch-compile", "-O0"),  # vLLM compiles by default: the switch turns it off
     ("kv_cache_dtype", "--kv-cache-dtype", "--kv-cache-dtype"),
@@ -50,6 +50,31 @@ DESIGN_PAIRS = [  # design.md "Levers" and engines.md section D
 def test_flag_spelling_classic(lever, sglang, vllm):
     assert flag_for(lever, "sglang", "0.5.10") == sglang
     assert flag_for(lever, "vllm", "0.10.0") == vllm
+
+
+@pytest.mark.parametrize(
+    ("lever", "version", "flag"),
+    [
+        ("graph_max_bs", "0.6.6.post1", None),  # capture sizes stop at --max-num-seqs
+        ("graph_max_bs", "0.9.2", "--cuda-graph-sizes"),
+        ("graph_max_bs", "0.11.0", "--cuda-graph-sizes"),
+        ("graph_max_bs", "0.11.1", "--max-cudagraph-capture-size"),
+        ("graph_max_bs", "0.33.0", "--max-cudagraph-capture-size"),
+        ("graph_max_bs", None, "--max-cudagraph-capture-size"),  # no version: a current build's
+        ("attention_backend", "0.6.6", None),
+        ("attention_backend", "0.12.0", None),
+        ("attention_backend", "0.13.0", "--attention-backend"),
+        ("attention_backend", None, "--attention-backend"),
+    ],
+)
+def test_vllm_spellings_by_version(lever, version, flag):
+    """Read off each release's vllm/engine/arg_utils.py (0.6.6.post1, 0.11.0, 0.11.1, 0.12.0, 0.13.0): a fix never
+    names a flag the running version does not have (a unit file written with one would not start)."""
+    from logdoctor.engines.levers import missing_flag_note
+
+    assert flag_for(lever, "vllm", version) == flag
+    note = missing_flag_note(lever, "vllm", version)
+    assert (note is None) == (flag is not None or version is None)
 
 
 def test_table_is_consistent():

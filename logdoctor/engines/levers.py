@@ -202,7 +202,8 @@ def _lever(name: str) -> Lever:
 
 def _pick(side: Side, version: str | None, config: Mapping[str, object] | None) -> Spelling | None:
     """The spelling in force: by version when known; else the classic one, unless the config's fields show a
-    newer one (a field only newer builds print is as good as a version number)."""
+    newer one (a field only newer builds print is as good as a version number); with the version unknown and no
+    classic spelling at all, the newest (an engine line without a version is most likely a current build's)."""
     cfg = config or {}
     vt = version_tuple(version)
     chosen = None
@@ -215,7 +216,22 @@ def _pick(side: Side, version: str | None, config: Mapping[str, object] | None) 
             ok = sp.since is None or bool(sp.hint_field and sp.hint_field in cfg)
         if ok:
             chosen = sp  # later spellings are newer: the last that applies wins
+    if chosen is None and vt is None:
+        chosen = next((sp for sp in reversed(side.flags) if not sp.needs_field or sp.needs_field in cfg), None)
     return chosen
+
+
+def missing_flag_note(lever: str, engine: str, version: str | None) -> str | None:
+    """Why a lever the engine has no flag for in this version cannot be proposed, with the engine's own note on it
+    (vLLM before --attention-backend: the VLLM_ATTENTION_BACKEND environment variable), or None when the engine
+    never had one."""
+    side = _lever(lever).side(engine)
+    if side is None or not side.flags or version_tuple(version) is None or _pick(side, version, None) is not None:
+        return None
+    e = _REGISTRY.get(engine)
+    extra = e.lever_notes.get(lever) if e is not None else None
+    flags = "/".join(dict.fromkeys(sp.flag for sp in side.flags))
+    return f"{engine} {version} has no {flags} flag" + (f" ({extra})" if extra else "")
 
 
 def flag_for(

@@ -316,12 +316,18 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
         "context_length": _side(_S("--max-model-len"), _F("max_model_len", "max_seq_len")),
         "max_running": _side(_S("--max-num-seqs"), _F("max_num_seqs")),  # 1024 on >=70 GB non-A100 GPUs, else 256
         "prefill_chunk": _side(_S("--max-num-batched-tokens"), _F("max_num_batched_tokens")),  # 2048..16384 by GPU
+        # 0.9-0.11.0: --cuda-graph-sizes N (N alone: capture up to N); 0.11.1+: --max-cudagraph-capture-size (the
+        # older one deprecated); before 0.9 no flag (the captured sizes stop at --max-num-seqs)
         "graph_max_bs": _side(
-            _S("--max-cudagraph-capture-size"),
+            (
+                _S("--cuda-graph-sizes", since="0.9", hint_field="cuda_graph_sizes"),
+                _S("--max-cudagraph-capture-size", since="0.11.1", hint_field="max_cudagraph_capture_size"),
+            ),
             _F(
                 "max_cudagraph_capture_size",
                 "compilation_config.max_cudagraph_capture_size",
                 "compilation_config.max_capture_size",
+                "cuda_graph_sizes",
             ),
         ),
         "graphs_off": _side(
@@ -339,7 +345,10 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
         "pp_size": _side(_S("--pipeline-parallel-size"), _F("pipeline_parallel_size"), 1),
         "dp_size": _side(_S("--data-parallel-size"), _F("data_parallel_size"), 1),
         "expert_parallel": _side(_S("--enable-expert-parallel", switch=True), _F("enable_expert_parallel"), False),
-        "attention_backend": _side(_S("--attention-backend"), _F("attention_backend")),
+        # a command-line flag since 0.13 (AttentionConfig); before, only env VLLM_ATTENTION_BACKEND (LEVER_NOTES)
+        "attention_backend": _side(
+            _S("--attention-backend", since="0.13", hint_field="attention_backend"), _F("attention_backend")
+        ),
         "max_lora_rank": _side(_S("--max-lora-rank"), _F("max_lora_rank", "lora_config.max_lora_rank"), 16),
         "custom_all_reduce_off": _side(
             _S("--disable-custom-all-reduce", switch=True), _F("disable_custom_all_reduce"), False
@@ -373,7 +382,8 @@ LEVER_SIDES: MappingProxyType[str, Side] = MappingProxyType(
 LEVER_NOTES: MappingProxyType[str, str] = MappingProxyType(
     {
         "piecewise_graph_off": "piecewise is part of cudagraph_mode (-cc), no single flag",
-        "attention_backend": "older vLLM: env VLLM_ATTENTION_BACKEND",
+        "attention_backend": "before 0.13 another backend is chosen with the environment variable VLLM_ATTENTION_BACKEND; its names vary by release",
+        "graph_max_bs": "before 0.9 the captured batch sizes stop at --max-num-seqs",
         "speculative_algorithm": "before 0.33: only --speculative-config JSON (not rendered)",
         "max_seq_len_to_capture": "vLLM only; gone from current builds (not in 0.33)",
     }

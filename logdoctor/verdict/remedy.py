@@ -29,6 +29,9 @@ def plan(
             continue
         flag = lv.flag_for(f.lever, p.engine, p.version, cfg.raw)
         if not flag:
+            why = lv.missing_flag_note(f.lever, p.engine, p.version)
+            if why and why not in p.notes:
+                p.notes.append(why)
             continue
         current = cfg.levers.get(f.lever)
         if current is None:  # the error itself may state the value in force ("Current value: mem_fraction_static=0.88")
