@@ -21,7 +21,7 @@ def plan(
 ) -> tuple[list[FixStep], list[str]]:
     """Return (fixes, notes). Notes say what was skipped and why ("--disable-cuda-graph already set").
     `tried_extra`: lever -> values tried in earlier attempts outside the window (the attempt history)."""
-    p = _Planning(rule, captures, attempt, tl.engine, tl.engine_version)
+    p = _Planning(rule, captures, attempt, tl.engine, tl.engine_version, bracket=_bracket(attempt, tl))
     fixes: list[FixStep] = []
     cfg = attempt.config
     for f in rule.fixes:
@@ -53,6 +53,7 @@ class _Planning:
     attempt: Attempt
     engine: str
     version: str | None
+    bracket: dict = field(default_factory=dict)  # lever -> (above, below, why): bounds earlier attempts set
     notes: list[str] = field(default_factory=list)
 
     def fix(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
@@ -114,10 +115,28 @@ class _Planning:
             why += " (current value not in the window: the log starts after launch)"
         return self._step(f, flag, None, new, why)
 
+    def _bound(self, f: Fix, up: bool, current) -> tuple[float | None, str, str]:
+        """The rule's bound tightened by the earlier attempts' bracket: (bound, why it caps a raise, why no move is
+        left at all)."""
+        bound = f.max if up else f.min if f.op in ("lower", "halve") else None
+        above, below, why = self.bracket.get(f.lever, (None, None, ""))
+        capped = ""
+        if up and below is not None:  # a value an earlier attempt failed at from the other side caps the raise
+            bound = below - _STEP if bound is None else min(bound, below - _STEP)
+            capped = why if bound == below - _STEP else ""
+        elif not up and above is not None:
+            bound = above + _STEP if bound is None else max(bound, above + _STEP)
+        edge = (above if not up else below) is not None and bound is not None and current is not None
+        blocked = why if edge and ((up and bound <= current) or (not up and bound >= current)) else ""
+        return bound, capped, blocked
+
     def _relative(self, f: Fix, flag: str, current, tried: set) -> FixStep | None:
         """raise/lower/halve/double from the value in force, within the rule's bound, to a value not tried."""
         up = f.op in ("raise", "double")
-        bound = f.max if up else f.min if f.op in ("lower", "halve") else None
+        bound, capped, blocked = self._bound(f, up, current)
+        if blocked:
+            self.notes.append(f"{flag} not moved from {current}: {blocked}")
+            return None
         # a raise with a value: the least that can work, from the log's own numbers (a reading such as
         # mem_fraction_needed); a smaller step would fail the same way
         need = (
@@ -126,7 +145,8 @@ class _Planning:
         new = lv.step(f.lever, current, f.op, avoid=tried | {current}, bound=bound, at_least=need)
         if new is None:
             if need is not None and bound is not None and need > bound:
-                self.notes.append(f"{flag} would have to reach {need:g} for this to work, above the {bound:g} cap")
+                cap = f"{bound:g}, the most it can be ({capped})" if capped else f"the {bound:g} cap"
+                self.notes.append(f"{flag} would have to reach {need:g} for this to work, above {cap}")
             else:
                 self.notes.append(f"{flag} is already at its bound ({current})")
             return None
@@ -137,6 +157,39 @@ class _Planning:
 
 
 _REFUSED = object()
+_STEP = 0.01  # a fraction flag's resolution: a bound an earlier attempt failed at is excluded by one step
+
+# the phases a failure at a static fraction says "too little for the pool" (raise it) or "too little left outside
+# it" (lower it): the KV/state pool not sized, or graphs, warm-up and the first batches out of memory
+_POOL_PHASES = ("memory_pool",)
+_HEADROOM_PHASES = ("graph_capture", "warmup")
+# the levers that must match for an earlier attempt's failure at some fraction to bound this one's
+_SAME_DEMAND = ("context_length", "max_running", "tp_size", "pp_size", "kv_cache_dtype", "graph_max_bs", "graphs_off")
+
+
+def _bracket(attempt: Attempt, tl: Timeline) -> dict:
+    """mem_fraction bounds from the earlier attempts of this window with the same demand (context, running requests,
+    parallelism, graphs): one that failed sizing its pool at fraction f means this one needs more than f; one that
+    failed outside the pool (graph capture, warm-up) at f means less than f. A raise or a lower that would cross
+    such a bound repeats a failure already seen."""
+    above = below = None
+    whys = []
+    mine = attempt.config.levers
+    for a in tl.attempts:
+        if a.index >= attempt.index or not a.failed:
+            continue
+        f = _number(a.config.levers.get("mem_fraction"))
+        if f is None or any(a.config.levers.get(k) != mine.get(k) for k in _SAME_DEMAND):
+            continue
+        if a.phase in _POOL_PHASES:
+            above = f if above is None else max(above, f)
+            whys.append(f"attempt {a.index + 1} could not size its pool at {f}")
+        elif a.phase in _HEADROOM_PHASES:
+            below = f if below is None else min(below, f)
+            whys.append(f"attempt {a.index + 1} ran out of memory outside the pool ({a.phase}) at {f}")
+    if above is None and below is None:
+        return {}
+    return {"mem_fraction": (above, below, "; ".join(whys))}
 
 
 def _checked(rule: Rule, f: Fix, value, captures: dict, attempt: Attempt, notes: list[str]):
