@@ -25,6 +25,11 @@ from checks import history_attempts
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "reliability.md"
+
+NOT_A_LOG = (
+    "not a log: no line carries a time, a log level or a journal field, no inference engine wrote it and nothing"
+    " in it failed — pipe the service's journal (journalctl -u UNIT -n 1000 --no-pager) or its log file"
+)
 SEED = ROOT / "fixtures" / "journals" / "seed-attempt1-kv-oom" / "journal.log"  # kv_cache_oom, 89 lines
 GOOD = SEED.read_bytes()
 MID = 45  # a line in the middle of SEED (0-based index of the inserted line)
@@ -110,15 +115,16 @@ ROWS: dict[str, tuple[int, list[str], bool]] = {
     ),
     "gzip-bomb": (2, ["logdoctor: bomb.gz: binary data (268435456 NUL bytes and nothing else), not a text log"], False),
     "gzip-bomb-line": (
-        0,
+        2,
         [
             "logdoctor: warning: bomb.gz: stopped at the 256 MiB cap on decompressed size; diagnosing"
             " the first 256 MiB only (to diagnose the end instead: zcat FILE | tail -n 100000 |"
             " logdoctor explain)",
             "logdoctor: warning: bomb.gz: 1 line longer than 64 KiB cut to the first 64 KiB"
             " (268369920 bytes cut; first at line 1, longest 268.4 MB)",
+            "logdoctor: bomb.gz: " + NOT_A_LOG,
         ],
-        True,
+        False,
     ),
     "unknown-language": (3, [], True),
     "mixed-crlf": (1, [], True),
@@ -358,7 +364,7 @@ def test_row_10m_short_lines(tmp_path):
     candidate lines and each segment's head and tail); the time is for bench/, not asserted."""
     with open(tmp_path / "many.log", "wb") as fh:
         for start in range(0, 10_000_000, 100_000):
-            fh.write(b"".join(b"ok %d\n" % i for i in range(start, start + 100_000)))
+            fh.write(b"".join(b"INFO ok %d\n" % i for i in range(start, start + 100_000)))
     t0 = time.monotonic()
     with open(tmp_path / "out", "wb") as out_fh, open(tmp_path / "err", "wb") as err_fh:
         p = subprocess.Popen(
@@ -531,8 +537,9 @@ def test_row_unknown_language(tmp_path):
     )
     out = check_row("unknown-language", *cli(["explain", "java.log"], tmp_path))
     assert out.startswith("FAILED") and "cause unknown" in out.splitlines()[0], out
+    # two lines of prose (no time, level or engine line; nothing a program wrote failed): not a log, said so
     rc, out, err = cli(["explain"], tmp_path, stdin="服务启动失败：显存不足\n错误：无法分配内存\n".encode())
-    assert rc == 0 and err == "" and out.startswith("OK "), (rc, out, err)
+    assert rc == 2 and out == "" and err == f"logdoctor: <stdin>: {NOT_A_LOG}\n", (rc, out, err)
 
 
 def test_row_mixed_crlf(tmp_path):

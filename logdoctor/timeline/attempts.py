@@ -45,7 +45,9 @@ _CONFIG = rxcache.compile("|".join(STARTS))
 _PROGRAM_LINE = rxcache.compile(
     r"^(?:Traceback \(most recent call last\)|\s*File \"|[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b|"
     r"terminate called|\s*what\(\):|Fatal Python error|Segmentation fault|Aborted|Killed\b|"
-    r"(?:CUDA|NCCL|Cuda|cuda)\b.{0,40}(?:error|failure|failed)|\*\*\* |#\d+ |\s+at )"
+    r"(?:CUDA|NCCL|Cuda|cuda)\b.{0,40}(?:error|failure|failed)|\*\*\* |#\d+ |\s+at |"
+    # a level word first, as triage's looks_like_log reads a line of log shape (a logger without a time)
+    r"\s*\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b)"
 )
 
 
