@@ -405,81 +405,28 @@ def _sglang_launch_assert(flags: str, frame: str, assert_line: str, error: str) 
     )
 
 
-@pytest.mark.parametrize(("tp", "dp", "want"), [(4, 3, 2), (8, 3, 2), (6, 4, 3), (8, 6, 4)])
-def test_dp_attention_divisor_is_computed_from_the_flags(tp, dp, want):
-    d = logdoctor.diagnose(
-        _sglang_launch_assert(
-            f"--tp {tp} --dp {dp} --enable-dp-attention",
-            "_handle_data_parallelism",
-            "assert self.tp_size % self.dp_size == 0",
-            "AssertionError",
-        )
-    )
-    assert d.cause == "config_invalid" and (d.fixes[0].flag, d.fixes[0].to) == ("--dp-size", want)
-
-
-@pytest.mark.parametrize(("chunk", "page", "want"), [(6000, 64, 6016), (5000, 16, 5008), (8191, 32, 8192)])
-def test_chunk_rounded_up_to_whole_pages(chunk, page, want):
-    d = logdoctor.diagnose(
-        _sglang_launch_assert(
-            f"--page-size {page} --chunked-prefill-size {chunk}",
-            "check_server_args",
-            "assert self.chunked_prefill_size % self.page_size == 0, (",
-            "AssertionError: chunked_prefill_size must be divisible by page_size",
-        )
-    )
-    assert d.cause == "config_invalid"
-    assert (d.fixes[0].flag, d.fixes[0].to) == ("--chunked-prefill-size", want) and want % page == 0
-
-
-def _two_attempts(fracs: tuple[float, float], kinds: tuple[str, str], free_after_load: float) -> str:
-    """Two SGLang starts of one unit: each fails sizing its pool ("pool") or capturing graphs ("capture")."""
-    out = []
-    for i, (frac, kind) in enumerate(zip(fracs, kinds)):
-        p = f"Oct 14 09:1{i}:%02d h python3[{100 + i}]: "
-        t = f"[2025-10-14 09:1{i}:%02d TP0] "
-        out += [
-            f"Oct 14 09:1{i}:00 h systemd[1]: Started sglang.service - SGLang.",
-            p % 1 + f"[2025-10-14 09:1{i}:01] server_args=ServerArgs(model_path='m', mem_fraction_static={frac}, "
-            "tp_size=1, context_length=8192, port=30000)",
-            p % 2 + t % 2 + "Load weight begin. avail mem=77.93 GB",
-            p % 9 + t % 9 + "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
-            f"avail mem={free_after_load:.2f} GB, mem usage={77.93 - free_after_load:.2f} GB.",
-        ]
-        if kind == "pool":
-            out.append(
-                p % 10 + "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-                f"Current value: self.server_args.mem_fraction_static={frac}"
-            )
-        else:
-            out += [
-                p % 10 + t % 10 + "Memory pool end. avail mem=4.10 GB",
-                p % 11 + t % 11 + "Capture cuda graph begin. This can take up to several minutes. avail mem=4.05 GB",
-                p % 12 + t % 12 + "Scheduler hit an exception: Traceback (most recent call last):",
-                p % 12 + '  File "/usr/lib/python3/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", '
-                "line 400, in __init__",
-                p % 12 + "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.50 GiB.",
-            ]
-        out += [
-            f"Oct 14 09:1{i}:13 h systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE",
-            f"Oct 14 09:1{i}:13 h systemd[1]: sglang.service: Failed with result 'exit-code'.",
-        ]
-    return "\n".join(out) + "\n"
+_DP = ("_handle_data_parallelism", "assert self.tp_size % self.dp_size == 0", "AssertionError")
+_CHUNK = (
+    "check_server_args",
+    "assert self.chunked_prefill_size % self.page_size == 0, (",
+    "AssertionError: chunked_prefill_size must be divisible by page_size",
+)
 
 
 @pytest.mark.parametrize(
-    ("fracs", "free", "want"),
+    ("flags", "check", "fix"),
     [
-        ((0.92, 0.8), 12.0, 0.88),  # the pool needs > 0.846 of the GPU; capture failed at 0.92: 0.88 is between
-        ((0.9, 0.8), 10.0, None),  # the pool needs 0.91, capture failed at 0.9: no fraction is left, no raise
+        # DP attention: the largest DP size up to the one asked that divides the TP size
+        ("--tp 4 --dp 3 --enable-dp-attention", _DP, ("--dp-size", 2)),
+        ("--tp 8 --dp 3 --enable-dp-attention", _DP, ("--dp-size", 2)),
+        ("--tp 6 --dp 4 --enable-dp-attention", _DP, ("--dp-size", 3)),
+        ("--tp 8 --dp 6 --enable-dp-attention", _DP, ("--dp-size", 4)),
+        # chunked prefill: the chunk rounded up to whole pages
+        ("--page-size 64 --chunked-prefill-size 6000", _CHUNK, ("--chunked-prefill-size", 6016)),
+        ("--page-size 16 --chunked-prefill-size 5000", _CHUNK, ("--chunked-prefill-size", 5008)),
+        ("--page-size 32 --chunked-prefill-size 8191", _CHUNK, ("--chunked-prefill-size", 8192)),
     ],
 )
-def test_a_raise_stays_below_a_fraction_an_earlier_attempt_failed_capture_at(fracs, free, want):
-    """Capture OOM at f1, then (the operator lowered it) the pool did not fit at f2: a raise must stay below f1."""
-    d = logdoctor.diagnose(_two_attempts(fracs, ("capture", "pool"), free))
-    assert d.cause == "kv_cache_oom"
-    raised = [f.to for f in d.fixes if f.lever == "mem_fraction"]
-    if want is None:
-        assert raised == [] and any("attempt 1 ran out of memory outside the pool" in n for n in d.notes)
-    else:
-        assert raised == [want] and fracs[1] < want < fracs[0]
+def test_a_value_computed_from_the_flags_in_force(flags, check, fix):
+    d = logdoctor.diagnose(_sglang_launch_assert(flags, *check))
+    assert d.cause == "config_invalid" and (d.fixes[0].flag, d.fixes[0].to) == fix
