@@ -430,3 +430,68 @@ _CHUNK = (
 def test_a_value_computed_from_the_flags_in_force(flags, check, fix):
     d = logdoctor.diagnose(_sglang_launch_assert(flags, *check))
     assert d.cause == "config_invalid" and (d.fixes[0].flag, d.fixes[0].to) == fix
+
+
+def _two_attempts(fracs: tuple[float, float], kinds: tuple[str, str], free_after_load: float) -> str:
+    """Two SGLang starts of one unit: each fails sizing its pool ("pool") or capturing graphs ("capture")."""
+    out = []
+    for i, (frac, kind) in enumerate(zip(fracs, kinds)):
+        p = f"Oct 14 09:1{i}:%02d h python3[{100 + i}]: "
+        t = f"[2025-10-14 09:1{i}:%02d TP0] "
+        out += [
+            f"Oct 14 09:1{i}:00 h systemd[1]: Started sglang.service - SGLang.",
+            p % 1 + f"[2025-10-14 09:1{i}:01] server_args=ServerArgs(model_path='m', mem_fraction_static={frac}, "
+            "tp_size=1, context_length=8192, port=30000)",
+            p % 2 + t % 2 + "Load weight begin. avail mem=77.93 GB",
+            p % 9 + t % 9 + "Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+            f"avail mem={free_after_load:.2f} GB, mem usage={77.93 - free_after_load:.2f} GB.",
+        ]
+        if kind == "pool":
+            out.append(
+                p % 10 + "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                f"Current value: self.server_args.mem_fraction_static={frac}"
+            )
+        else:
+            out += [
+                p % 10 + t % 10 + "Memory pool end. avail mem=4.10 GB",
+                p % 11 + t % 11 + "Capture cuda graph begin. This can take up to several minutes. avail mem=4.05 GB",
+                p % 12 + t % 12 + "Scheduler hit an exception: Traceback (most recent call last):",
+                p % 12 + '  File "/usr/lib/python3/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", '
+                "line 400, in __init__",
+                p % 12
+                + (
+                    "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.50 GiB."
+                    if kind == "capture"
+                    else "Exception: Capture cuda graph failed: CUDA error: an illegal memory access was encountered"
+                ),
+            ]
+        out += [
+            f"Oct 14 09:1{i}:13 h systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE",
+            f"Oct 14 09:1{i}:13 h systemd[1]: sglang.service: Failed with result 'exit-code'.",
+        ]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("fracs", "free", "want"),
+    [
+        ((0.92, 0.8), 12.0, 0.88),  # the pool needs > 0.846 of the GPU; capture failed at 0.92: 0.88 is between
+        ((0.9, 0.8), 10.0, None),  # the pool needs 0.91, capture failed at 0.9: no fraction is left, no raise
+    ],
+)
+def test_a_raise_stays_below_a_fraction_an_earlier_attempt_failed_capture_at(fracs, free, want):
+    """Capture OOM at f1, then (the operator lowered it) the pool did not fit at f2: a raise must stay below f1."""
+    d = logdoctor.diagnose(_two_attempts(fracs, ("capture", "pool"), free))
+    assert d.cause == "kv_cache_oom"
+    raised = [f.to for f in d.fixes if f.lever == "mem_fraction"]
+    if want is None:
+        assert raised == [] and any("attempt 1 ran out of memory outside the pool" in n for n in d.notes)
+    else:
+        assert raised == [want] and fracs[1] < want < fracs[0]
+
+
+def test_an_earlier_fault_outside_memory_bounds_nothing():
+    """Capture died of an illegal address (a kernel fault, not memory) at 0.84: a later pool failure may raise past it."""
+    d = logdoctor.diagnose(_two_attempts((0.84, 0.8), ("iam", "pool"), 12.0))
+    assert d.cause == "kv_cache_oom"
+    assert [f.to for f in d.fixes if f.lever == "mem_fraction"] == [0.88]

@@ -7,6 +7,8 @@ proposed, and a note names the rule and the log line (`fix` refuses on it, exit 
 
 from __future__ import annotations
 
+import re
+
 from logdoctor.core.lean import dataclass, field
 from logdoctor.engines import levers as lv
 from logdoctor.matching.loader import Fix, Rule
@@ -167,6 +169,16 @@ _HEADROOM_PHASES = ("graph_capture", "warmup")
 _SAME_DEMAND = ("context_length", "max_running", "tp_size", "pp_size", "kv_cache_dtype", "graph_max_bs", "graphs_off")
 
 
+# what an attempt's errors say when memory, not a fault, ended it (a GPU that fell off the bus in the pool phase
+# bounds nothing)
+_OOM = re.compile(r"out of memory|OutOfMemoryError|Not enough memory|Not enough space|No available memory|KV cache")
+
+
+def _out_of_memory(a: Attempt) -> bool:
+    d = a.decisive
+    return d is not None and any(_OOM.search(text) for _ln, text in d.errors + d.inner)
+
+
 def _bracket(attempt: Attempt, tl: Timeline) -> dict:
     """mem_fraction bounds from the earlier attempts of this window with the same demand (context, running requests,
     parallelism, graphs): one that failed sizing its pool at fraction f means this one needs more than f; one that
@@ -179,7 +191,7 @@ def _bracket(attempt: Attempt, tl: Timeline) -> dict:
         if a.index >= attempt.index or not a.failed:
             continue
         f = _number(a.config.levers.get("mem_fraction"))
-        if f is None or any(a.config.levers.get(k) != mine.get(k) for k in _SAME_DEMAND):
+        if f is None or any(a.config.levers.get(k) != mine.get(k) for k in _SAME_DEMAND) or not _out_of_memory(a):
             continue
         if a.phase in _POOL_PHASES:
             above = f if above is None else max(above, f)
