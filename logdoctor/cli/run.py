@@ -97,8 +97,7 @@ def verdict(res, engine: str, unit, store, rule_dirs=()):
         d = diagnose(res, engine, rules=tuple(rule_dirs))
         if not d.failed and d.engine == "unknown":  # nothing to diagnose: refused, not called healthy (exit 2)
             if store is not None:
-                with store:
-                    pass
+                store.close()
             raise InputError(f"{res.origin}: {NOT_A_LOG}")
         if store is None:
             return d

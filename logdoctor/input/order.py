@@ -4,41 +4,30 @@ Everything after the reader (phases, attempts, the decisive error, the traceback
 reversed journal read as it comes would show the traceback's last line first and the phase markers after the
 death. journalctl reverses entries, not lines: an entry's own continuation lines (indented, no prefix) still follow
 its first line, so the input is cut into entries (a line with a journal time starts one) and the entries are
-reversed. Only a journal's own time prefix decides (the short family, ISO, unix, monotonic and JSON's
-__REALTIME_TIMESTAMP): an engine's clock inside the message may be another process's."""
+reversed. Only a journal's own time decides, as the journal formats read it (the short family, ISO, full, unix, and
+JSON's __REALTIME_TIMESTAMP): an engine's clock inside the message may be another process's."""
 
 from __future__ import annotations
 
-import re
+from logdoctor.input.formats import journal_json, journal_text
 
-_MONTHS = {
-    m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
-}
-# the journal prefixes of journalctl's text outputs: short / short-precise, short-iso(-precise) / short-full's date,
-# short-unix, short-monotonic; and -o json's realtime field (anywhere in the entry's one line)
-_SHORT = re.compile(r"([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d(?:\.\d+)?) \S")
-_ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)")
-_NUMERIC = re.compile(r"(?:\[ *)?(\d{1,12}\.\d{6})\]? \S")
-_JSON_RT = re.compile(r'"__REALTIME_TIMESTAMP"\s*:\s*"?(\d+)')
 HEAD = 2000  # lines the decision reads
 MIN_STEPS = 3  # backward steps in time needed before an input is called newest first
 BACKWARD_SHARE = 4  # ... and backward steps outnumber forward ones this many times over
+_ANY_YEAR = 2000  # the short form has no year: any one year orders the lines of one input
 
 
 def _key(line: str):
-    """The sortable journal time at the start of a line (None: a continuation, or no journal time)."""
-    if line[:1] == "{":
-        m = _JSON_RT.search(line)
-        return (0, int(m.group(1))) if m else None
-    m = _SHORT.match(line)
-    if m:
-        mon = _MONTHS.get(m.group(1))
-        return None if mon is None else (1, mon, int(m.group(2)), m.group(3))
-    m = _ISO.match(line)
-    if m:
-        return (2, m.group(1).replace(" ", "T").replace(",", "."))
-    m = _NUMERIC.match(line)
-    return (3, float(m.group(1))) if m else None
+    """The sortable journal time at the start of a line, read by the journal formats' own parsers (None: a
+    continuation line, or no journal time)."""
+    if line[:1] in ("{", "\x1e"):
+        entry = journal_json.parse_json_line(line)
+        rt = journal_json.field_text(entry.get("__REALTIME_TIMESTAMP")) if entry else None
+        return ("json", int(rt)) if rt and rt.isdigit() else None
+    o = journal_text.parse(line, _ANY_YEAR)
+    if o is None or o.ts is None:
+        return None
+    return (o.fmt.replace("-precise", ""), o.ts.timestamp())
 
 
 def newest_first(lines: list[str]) -> bool:

@@ -429,9 +429,8 @@ POOL_MIN_SHARE = 0.03  # the least share of the GPU worth a KV pool: 2.4 GB of a
 
 def _derive(readings: dict, levers: dict, raw: dict, engine: str) -> None:
     """Readings a rule can reason with: the chunked-prefill size rounded up to whole KV pages, the largest DP size at
-    most the one in force that divides the TP size; the share of the GPU
-    the weights take, what the static budget leaves for
-    the pools after them (SGLang sizes the pool as mem_fraction_static x total − weights), and, for an engine that
+    most the one in force that divides the TP size; the share of the GPU the weights take, what the static budget
+    leaves for the pools after them (SGLang sizes the pool as mem_fraction_static x total − weights), and, for an engine that
     picks its static fraction from the GPU when none is set, that fraction (`mem_fraction_auto`) and how far the
     fraction in force is below it (`auto_gain`): a fraction set lower than the engine's own choice is a setting."""
     chunk, page = levers.get("prefill_chunk"), levers.get("page_size")
