@@ -115,14 +115,13 @@ def _collect(cls: type) -> tuple[Field, ...]:
     seen_default = False
     for name, ann in notes.items():
         text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
-        if text.startswith(_CLASSVAR) or "InitVar" in text or "KW_ONLY" in text:
-            if text.startswith(_CLASSVAR):
-                continue
+        if text.startswith(_CLASSVAR):
+            continue
+        if "InitVar" in text or "KW_ONLY" in text:
             raise TypeError(f"{cls.__name__}: InitVar and KW_ONLY are not offered here; use dataclasses.dataclass")
         value = cls.__dict__.get(name, MISSING)
-        f = _spec(value) if value is not MISSING else None
-        if f is None:
-            f = Field(value, MISSING, True, True, None, True, None)
+        spec = _spec(value) if value is not MISSING else None
+        f = spec if spec is not None else Field(value, MISSING, True, True, None, True, None)
         f.name, f.type = name, ann
         if f.default is not MISSING and f.default.__class__.__hash__ is None:  # a list, dict or set shared by all
             raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
@@ -132,7 +131,7 @@ def _collect(cls: type) -> tuple[Field, ...]:
                     raise TypeError(f"non-default argument {name!r} follows default argument")
             else:
                 seen_default = True
-        if value is not MISSING and _spec(value) is not None:
+        if spec is not None:  # the spec object leaves the class; its plain default stays, as dataclasses leaves it
             if f.default is MISSING:
                 delattr(cls, name)
             else:
