@@ -106,6 +106,23 @@ def test_a_value_captured_from_the_log_that_is_a_flag_is_refused(tmp_path):
     assert p.returncode == 1 and "--quantization awq" not in p.stdout and "--quantization " in p.stdout, p.stderr
 
 
+@pytest.mark.parametrize("rank", ["1000000000000000000000", "0"])
+def test_a_computed_or_captured_number_out_of_the_levers_range_is_refused(tmp_path, rank):
+    """A value the log states (a LoRA rank) goes through the lever's range, not just its type: a 22-digit rank or a
+    zero never reaches the unit file."""
+    log = tmp_path / "lora.log"
+    log.write_text(
+        "(APIServer pid=1) INFO 10-18 09:00:03 [utils.py:233] non-default args: {'model': 'm', 'enable_lora': True}\n"
+        f"(APIServer pid=1) ValueError: Call to add_lora method failed: LoRA rank {rank} is greater than "
+        "max_lora_rank 16.\n"
+    )
+    unit = unit_in(tmp_path, "vllm.service", "[Service]\nExecStart=/usr/bin/vllm serve m --enable-lora --port 8000\n")
+    p = fix(unit, "--log", log, "--no-history", "--write")
+    assert p.returncode == 2
+    assert "fix value" in one_line(p) and "refused: expected an integer in [1, 1024]" in one_line(p)
+    assert not (tmp_path / "vllm.service.d").exists()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # unit-file shapes (F17, F18, F22)
 
