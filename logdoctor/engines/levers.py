@@ -99,7 +99,13 @@ _CANONICAL: tuple[Lever, ...] = (
     Lever("speculative_algorithm", "str"),
     Lever("spec_topk", "int", bounds=(1, 64), growth="pow2", note="draft-tree branches per step (EAGLE)"),
     Lever("page_size", "int", bounds=(1, 4096), growth="pow2", note="tokens per KV-cache page"),
-    Lever("max_lora_rank", "int", bounds=(1, 1024), growth="pow2", note="the largest LoRA adapter rank served (vLLM: up to 512)"),
+    Lever(
+        "max_lora_rank",
+        "int",
+        bounds=(1, 1024),
+        growth="pow2",
+        note="the largest LoRA adapter rank served (vLLM: up to 512)",
+    ),
     Lever("max_seq_len_to_capture", "int", bounds=(1, None), align=1024),
     Lever("swap_space", "int", bounds=(0, None), note="GiB of CPU swap per GPU"),
     Lever(
