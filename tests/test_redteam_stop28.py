@@ -495,3 +495,32 @@ def test_an_earlier_fault_outside_memory_bounds_nothing():
     d = logdoctor.diagnose(_two_attempts((0.84, 0.8), ("iam", "pool"), 12.0))
     assert d.cause == "kv_cache_oom"
     assert [f.to for f in d.fixes if f.lever == "mem_fraction"] == [0.88]
+
+
+def _tai64n(unix: float) -> str:
+    sec = int(unix)
+    return f"@{(1 << 62) + 10 + sec:016x}{int((unix - sec) * 1e9):08x} "
+
+
+def test_a_daemontools_tai64n_label_is_peeled_and_gives_the_time():
+    """s6-log / multilog / svlogd -tt write '@<24 hex>' before each line: peeled like any wrapper (the crash was read
+    as 'OK' with the label left on the message), and its time is the line's."""
+    from datetime import UTC, datetime
+
+    from logdoctor.input.read import read_bytes
+
+    t0 = datetime(2025, 10, 14, 11, 40, 2, tzinfo=UTC).timestamp()
+    body = [
+        "[2025-10-14 11:40:02] server_args=ServerArgs(model_path='m', mem_fraction_static=0.92, cuda_graph_max_bs=512)",
+        "[2025-10-14 11:40:30] Memory pool end. avail mem=6.10 GB",
+        "[2025-10-14 11:40:31] Capture cuda graph begin. This can take up to several minutes. avail mem=6.05 GB",
+        "[2025-10-14 11:40:33] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/usr/lib/python3/dist-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 370, in __init__',
+        "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 148.50 MiB.",
+        "[2025-10-14 11:40:33] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    text = "".join(_tai64n(t0 + i + 0.25) + line + "\n" for i, line in enumerate(body))
+    d = logdoctor.diagnose(text)
+    assert (d.cause, d.phase) == ("graph_capture_fault", "graph_capture")
+    rec = read_bytes(text.encode()).records[0]
+    assert rec.msg.startswith("server_args=") and abs(rec.ts.timestamp() - (t0 + 0.25)) < 1e-3

@@ -9,6 +9,8 @@
   srun        3: msg   (--label; trusted only when most lines of the log carry it)
   kubectl     [pod/NAME/CONTAINER] msg · [pod/NAME/CONTAINER] 2026-01-01T00:00:00.123Z msg   (--prefix [--timestamps])
   compose     svc-1  | msg   (formats/container.py)
+  TAI64N      @4000000068ee369c07d4a31e msg   (daemontools multilog, s6-log, runit svlogd -tt: a label of TAI seconds
+              since 1970 plus 2^62 + 10, and nanoseconds, in hex)
   quote       > msg · >> msg · > > msg   (an e-mail, Slack or GitHub quote of a log: peeled before anything else, when
               most lines of the log carry it; `quote`)
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime
 
 from logdoctor.core import rxcache
 from logdoctor.core.lean import dataclass
@@ -43,6 +45,8 @@ _MPI = rxcache.compile(
 _LAST_NUMBER = rxcache.compile(r"(\d+)\D*$")
 _SRUN = rxcache.compile(r"^(?P<n>\d{1,4}): ")
 _KUBECTL = rxcache.compile(r"^\[pod/(?P<pod>[\w.\-]+)/(?P<container>[\w.\-]+)\] ")
+_TAI64N = rxcache.compile(r"^@(?P<sec>4[0-9a-f]{15})(?P<nano>[0-9a-f]{8}) ")
+_TAI64_EPOCH = (1 << 62) + 10  # the label of 1970-01-01 00:00:00 UTC, as the daemontools family writes it
 _RFC3339 = rxcache.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?P<frac>\.\d{1,9})?(?P<tz>Z|[+-]\d\d:\d\d) ")
 # the leading token of a line, for spotting a whole-log prefix nobody parses: bracketed / parenthesised tags,
 # "name |", "name:" labels
@@ -54,7 +58,7 @@ _KNOWN_LEAD = rxcache.compile(
     + "".join(f"{lead}|" for lead in ENGINE_LEADS)
     + r"\[[A-Z]\d{4} |\[[\w.]+\.(?:py|cc|cpp|h):\d+\]|\[(?:INFO|WARN|WARNING|ERROR|DEBUG)\])"
 )
-WRAPPERS = ("ray", "torchrun", "mpirun", "srun", "kubectl")
+WRAPPERS = ("ray", "torchrun", "mpirun", "srun", "kubectl", "tai64n")
 
 
 @dataclass(slots=True)
@@ -186,6 +190,20 @@ def _peel_ray(p: Peeled, body: str) -> bool:
     return True
 
 
+def _peel_tai64n(p: Peeled, body: str) -> bool:
+    """A daemontools-family TAI64N label (s6-log, multilog, svlogd -tt): the line's time, then the program's line."""
+    m = _TAI64N.match(body)
+    if m is None:
+        return False
+    secs = int(m.group("sec"), 16) - _TAI64_EPOCH
+    try:
+        p.ts = datetime.fromtimestamp(secs + int(m.group("nano"), 16) / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        p.ts = None
+    p.wrapper, p.body = p.wrapper or "tai64n", body[m.end() :]
+    return True
+
+
 def _peel_srun(p: Peeled, body: str) -> bool:
     """srun's ``N: `` label (only when `detect` found most lines carry it)."""
     m = _SRUN.match(body)
@@ -211,6 +229,8 @@ def peel(msg: str, kinds: frozenset[str] = frozenset(), unknown: re.Pattern | No
             ", ip=" in body[:120] or body.startswith(("(raylet", "(pid=", "(gcs_server", "(autoscaler"))
         ):
             peeled = _peel_ray(p, body)
+        elif c == "@":
+            peeled = _peel_tai64n(p, body)
         elif "srun" in kinds and c.isdigit():
             peeled = _peel_srun(p, body)
         else:
